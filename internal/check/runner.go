@@ -1,0 +1,96 @@
+package check
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Task is a check with its own time limit.
+type Task struct {
+	Check   Check
+	Timeout time.Duration
+}
+
+// Timed is a check's results with how long the check took.
+type Timed struct {
+	Name     string
+	Results  []Result
+	Duration time.Duration
+}
+
+// Run runs every task concurrently. Each task gets its own timeout, capped
+// by ctx (the global deadline). A task that has not returned by then is
+// abandoned and reported as ERROR "timed out after Ns": a hung NVML or NFS
+// call must not keep the process past slurmd's 60 s kill. Results come back
+// in the order of tasks.
+func Run(ctx context.Context, tasks []Task) []Timed {
+	out := make([]Timed, len(tasks))
+	done := make(chan int, len(tasks))
+	for i, t := range tasks {
+		go func() {
+			out[i] = runOne(ctx, t)
+			done <- i
+		}()
+	}
+	for range tasks {
+		<-done
+	}
+	return out
+}
+
+func runOne(parent context.Context, t Task) Timed {
+	name := t.Check.Name()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(parent, t.Timeout)
+	defer cancel()
+
+	// Buffered so an abandoned check can still send and its goroutine exit.
+	ch := make(chan []Result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- []Result{{Component: "host", Status: Error, Action: ActionNone,
+					Message: fmt.Sprintf("check panicked: %v", p)}}
+			}
+		}()
+		ch <- t.Check.Run(ctx)
+	}()
+
+	var results []Result
+	select {
+	case results = <-ch:
+	case <-ctx.Done():
+		results = []Result{timeoutResult(start)}
+	}
+	for i := range results {
+		results[i].Check = name
+		if results[i].Action == "" {
+			results[i].Action = ActionNone
+		}
+	}
+	return Timed{Name: name, Results: results, Duration: time.Since(start)}
+}
+
+func timeoutResult(start time.Time) Result {
+	secs := time.Since(start).Round(100 * time.Millisecond).Seconds()
+	return Result{Component: "host", Status: Error, Action: ActionNone,
+		Message: fmt.Sprintf("timed out after %gs", secs)}
+}
+
+// Flatten returns all results, ordered by check then component, so output
+// and reasons are stable from run to run.
+func Flatten(timed []Timed) []Result {
+	var all []Result
+	for _, t := range timed {
+		all = append(all, t.Results...)
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].Check != all[j].Check {
+			return all[i].Check < all[j].Check
+		}
+		return all[i].Component < all[j].Component
+	})
+	return all
+}

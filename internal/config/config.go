@@ -1,0 +1,176 @@
+// Package config holds gpuhc's configuration: its schema, defaults, strict
+// TOML loading and per-host overrides.
+package config
+
+import "time"
+
+// DefaultPath is where the packaged configuration lives.
+const DefaultPath = "/etc/gpuhc/gpuhc.toml"
+
+// Config is the whole gpuhc.toml after defaults and the host's overrides.
+type Config struct {
+	// Root prefixes every /proc and /sys path the checks read, so tests
+	// can point them at fixture trees. "/" on a real node.
+	Root     string   `toml:"root"`
+	StateDir string   `toml:"state_dir"`
+	LockFile string   `toml:"lock_file"`
+	Deadline Duration `toml:"deadline"`
+	// CheckTimeout is the default per-check limit; a check section may
+	// set its own timeout.
+	CheckTimeout Duration `toml:"check_timeout"`
+
+	Log    Log    `toml:"log"`
+	Events Events `toml:"events"`
+	Policy Policy `toml:"policy"`
+	Slurm  Slurm  `toml:"slurm"`
+	Checks Checks `toml:"checks"`
+}
+
+// Log configures logrus output. Text always goes to stderr.
+type Log struct {
+	Level string `toml:"level"` // debug, info, warn, error
+	File  string `toml:"file"`  // JSON lines, appended; empty for none
+}
+
+// Events configures the failure event log (design.md §7).
+type Events struct {
+	File string `toml:"file"`
+}
+
+// Policy decides when to drain and resume.
+type Policy struct {
+	DryRun bool `toml:"dry_run"`
+	// DrainOnError drains on ERROR ("could not check") too. Off by default:
+	// a bug of ours must not drain a node.
+	DrainOnError bool `toml:"drain_on_error"`
+	// ResumeAfter is how many consecutive healthy runs resume a node we drained.
+	ResumeAfter int `toml:"resume_after"`
+	// AutoResume can be turned off where admins want to resume by hand.
+	AutoResume bool `toml:"auto_resume"`
+}
+
+// Slurm configures node control.
+type Slurm struct {
+	Backend   string   `toml:"backend"`  // auto, rest, scontrol
+	Scontrol  string   `toml:"scontrol"` // absolute path
+	URL       string   `toml:"url"`      // http(s)://host:port or unix:/path; empty disables REST
+	TokenFile string   `toml:"token_file"`
+	User      string   `toml:"user"` // X-SLURM-USER-NAME
+	Timeout   Duration `toml:"timeout"`
+	Retries   int      `toml:"retries"`
+}
+
+// Checks holds one section per check.
+type Checks struct {
+	Thermal   Thermal   `toml:"thermal"`
+	Modules   Modules   `toml:"modules"`
+	Processes Processes `toml:"processes"`
+	Mounts    Mounts    `toml:"mounts"`
+	Memory    Memory    `toml:"memory"`
+	CPU       CPU       `toml:"cpu"`
+}
+
+// Common is embedded in every check section.
+type Common struct {
+	Enabled bool     `toml:"enabled"`
+	Timeout Duration `toml:"timeout"` // 0: the global check_timeout
+}
+
+// Thermal compares hwmon temp*_input and thermal zones to limits.
+type Thermal struct {
+	Common
+	WarnCelsius float64 `toml:"warn_celsius"`
+	FailCelsius float64 `toml:"fail_celsius"`
+	// UseSensorLimits also fails at a sensor's own temp*_crit when lower.
+	UseSensorLimits bool `toml:"use_sensor_limits"`
+	// Exclude lists sensor names (hwmon name or zone type) to ignore; globs.
+	Exclude []string `toml:"exclude"`
+}
+
+// Modules lists kernel modules that must be loaded (/proc/modules).
+type Modules struct {
+	Common
+	Required []string `toml:"required"`
+}
+
+// Processes lists process names (/proc/<pid>/comm) that must be running.
+type Processes struct {
+	Common
+	Required []string `toml:"required"`
+}
+
+// Mounts lists mount points that must be present.
+type Mounts struct {
+	Common
+	Mount []Mount `toml:"mount"`
+}
+
+// Mount is one required mount point.
+type Mount struct {
+	Path     string `toml:"path"`
+	FSType   string `toml:"fstype"`   // optional: expected filesystem type
+	Writable bool   `toml:"writable"` // create and remove a probe file
+	// MinFree is a floor on free space: "10GiB", "500MB" or "5%".
+	MinFree string `toml:"min_free"`
+}
+
+// Memory checks MemTotal against an expectation.
+type Memory struct {
+	Common
+	// MinTotal is the least acceptable MemTotal ("1000GiB"); empty: report only.
+	MinTotal string `toml:"min_total"`
+}
+
+// CPU checks the online CPU count.
+type CPU struct {
+	Common
+	Expected int `toml:"expected"` // 0: report only
+}
+
+// Duration is a time.Duration written as "45s" in TOML.
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses Go duration syntax.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText writes Go duration syntax.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Default returns the configuration used when no file exists. It is safe
+// on any Linux host: nothing is required that a fresh node lacks.
+func Default() Config {
+	on := Common{Enabled: true}
+	return Config{
+		Root:         "/",
+		StateDir:     "/var/lib/gpuhc",
+		LockFile:     "/run/gpuhc/healthcheck.lock",
+		Deadline:     Duration{45 * time.Second},
+		CheckTimeout: Duration{10 * time.Second},
+		Log:          Log{Level: "info"},
+		Events:       Events{File: "/var/log/gpuhc/events.jsonl"},
+		Policy:       Policy{ResumeAfter: 2, AutoResume: true},
+		Slurm: Slurm{
+			Backend:   "auto",
+			Scontrol:  "/usr/bin/scontrol",
+			TokenFile: "/etc/gpuhc/slurmrestd.token",
+			User:      "slurm",
+			Timeout:   Duration{5 * time.Second},
+			Retries:   3,
+		},
+		Checks: Checks{
+			Thermal:   Thermal{Common: on, WarnCelsius: 85, FailCelsius: 95, UseSensorLimits: true},
+			Modules:   Modules{Common: on},
+			Processes: Processes{Common: on},
+			Mounts:    Mounts{Common: on},
+			Memory:    Memory{Common: on},
+			CPU:       CPU{Common: on},
+		},
+	}
+}
