@@ -1,0 +1,36 @@
+# gpuhc build, test and measurement entry points.
+GO        ?= go
+BIN       := bin
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+DATE      ?= $(shell git log -1 --format=%cI 2>/dev/null || echo unknown)
+LDFLAGS   := -s -w -X github.com/gpuhc/gpuhc/internal/version.Version=$(VERSION) \
+             -X github.com/gpuhc/gpuhc/internal/version.Commit=$(COMMIT) \
+             -X github.com/gpuhc/gpuhc/internal/version.Date=$(DATE)
+PROGRAMS  := healthcheck prolog epilog drain
+
+.PHONY: all build test e2e bench lint clean
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	@for p in $(PROGRAMS); do \
+		CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gpuhc-$$p ./$$p || exit 1; \
+	done
+
+test:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+e2e: build
+	bash test/e2e/run.sh
+
+bench: build
+	$(GO) run ./test/bench -bin $(BIN)/gpuhc-healthcheck -runs 30
+
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,116 @@
+// Package events appends gpuhc's failure and action records to a JSON-lines
+// log, the raw material for MTTF/MTTR statistics (design.md §7).
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Kinds of event.
+const (
+	KindTransition      = "transition"
+	KindDrain           = "drain"
+	KindResume          = "resume"
+	KindDrainSuppressed = "drain-suppressed"
+	KindDrainSkipped    = "drain-skipped" // a foreign drain was left alone
+)
+
+// Event is one line of the log. Field names are the log's schema: readers
+// outside Go (jq, the site's log pipeline) depend on them.
+type Event struct {
+	Time      time.Time `json:"time"`
+	Kind      string    `json:"kind"`
+	Node      string    `json:"node"`
+	Check     string    `json:"check,omitempty"`
+	Component string    `json:"component,omitempty"`
+	Serial    string    `json:"serial,omitempty"`
+	Status    string    `json:"status,omitempty"`
+	Previous  string    `json:"previous,omitempty"`
+	Message   string    `json:"message,omitempty"`
+	Action    string    `json:"action,omitempty"`
+	Backend   string    `json:"backend,omitempty"`
+	JobID     string    `json:"job_id"`
+	BootID    string    `json:"boot_id"`
+}
+
+// Log appends events to one file.
+type Log struct {
+	Path string
+}
+
+// Append writes events as one batch: under an exclusive flock, so that a
+// healthcheck and an epilog writing at once never interleave lines, and
+// fsynced, so that a crash right after a drain does not lose its record.
+func (l Log) Append(ctx context.Context, evs ...Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	var buf []byte
+	for _, ev := range evs {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return fmt.Errorf("encode event: %w", err)
+		}
+		buf = append(append(buf, b...), '\n')
+	}
+	if err := os.MkdirAll(filepath.Dir(l.Path), 0o750); err != nil {
+		return fmt.Errorf("create event log directory: %w", err)
+	}
+	f, err := os.OpenFile(l.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return fmt.Errorf("open event log: %w", err)
+	}
+	defer f.Close()
+	if err := lock(ctx, f); err != nil {
+		return fmt.Errorf("lock %s: %w", l.Path, err)
+	}
+	if _, err := f.Write(buf); err != nil {
+		return fmt.Errorf("append to %s: %w", l.Path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", l.Path, err)
+	}
+	return nil
+}
+
+// lock polls for the exclusive lock rather than blocking in flock(2): a
+// writer stuck on a hung filesystem must not carry us past slurmd's kill.
+func lock(ctx context.Context, f *os.File) error {
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// BootID reads the kernel's boot id under root, so that events (and the
+// MTTF maths later) can tell reboots apart. Empty when unreadable.
+func BootID(root string) string {
+	b, err := os.ReadFile(filepath.Join(root, "proc/sys/kernel/random/boot_id"))
+	if err != nil {
+		return ""
+	}
+	id := strings.TrimSpace(string(b))
+	if len(id) != 36 || strings.Trim(id, "0123456789abcdef-") != "" {
+		return ""
+	}
+	return id
+}

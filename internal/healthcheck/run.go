@@ -1,0 +1,161 @@
+package healthcheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/gpuhc/gpuhc/internal/catalog"
+	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/events"
+	"github.com/gpuhc/gpuhc/internal/lock"
+	"github.com/gpuhc/gpuhc/internal/logging"
+	"github.com/gpuhc/gpuhc/internal/policy"
+	"github.com/gpuhc/gpuhc/internal/slurm"
+)
+
+// policyBudget bounds the Slurm calls after the checks: with the 55 s cap
+// on the check deadline it keeps the whole run inside slurmd's 60 s.
+const policyBudget = 15 * time.Second
+
+func (p Program) run(node string, cfg config.Config, o options) int {
+	start := time.Now()
+	wd := p.watchdog(cfg)
+	defer wd.Stop()
+
+	log, closer, err := logging.New(cfg.Log, p.Stderr)
+	if err != nil {
+		fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: %v\n", err)
+		return ExitInternal
+	}
+	defer closer.Close()
+	entry := log.WithField("node", node)
+
+	l, err := lock.Try(cfg.LockFile)
+	if err != nil {
+		if errors.Is(err, lock.ErrHeld) {
+			fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: another run is still in progress (%v); exiting without checking\n", err)
+		} else {
+			entry.WithError(err).Error("cannot take the run lock")
+		}
+		return ExitInternal
+	}
+	defer l.Release()
+
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Deadline.Duration)
+	timed := check.Run(ctx, catalog.Tasks(cfg))
+	cancel()
+	results := check.Flatten(timed)
+	printTable(p.Stdout, node, results, time.Since(start))
+	logResults(entry, results)
+
+	code := exitCode(results)
+	pctx, pcancel := context.WithTimeout(context.Background(), policyBudget)
+	defer pcancel()
+	if err := p.applyPolicy(pctx, entry, node, cfg, results); err != nil {
+		entry.WithError(err).Error("policy could not act; will retry next run")
+		if code == ExitHealthy {
+			code = ExitInternal
+		}
+	}
+	return code
+}
+
+func (p Program) applyPolicy(ctx context.Context, log *logrus.Entry, node string, cfg config.Config, results []check.Result) error {
+	store := policy.NewStore(cfg.StateDir)
+	prev, err := store.Load()
+	switch {
+	case errors.Is(err, policy.ErrCorrupt):
+		log.WithError(err).Error("starting from an empty policy state")
+	case err != nil:
+		return err
+	}
+	ctl, err := slurm.New(cfg.Slurm, slurm.WithLogger(log))
+	if err != nil {
+		return fmt.Errorf("node control: %w", err)
+	}
+	eng := policy.Engine{
+		Node: node, Policy: cfg.Policy, DryRun: cfg.Policy.DryRun, Ctl: ctl,
+		BootID: events.BootID(cfg.Root),
+	}
+	run, applyErr := eng.Apply(ctx, results, prev)
+	p.printOutcome(run.Outcome, ctl, ctl.Calls(), cfg.Policy.DryRun)
+	logOutcome(log, run.Outcome, ctl)
+	if cfg.Policy.DryRun {
+		return applyErr
+	}
+	if err := (events.Log{Path: cfg.Events.File}).Append(ctx, run.Events...); err != nil {
+		log.WithError(err).Error("event log")
+	}
+	if !run.State.Equal(prev) {
+		if err := store.Save(run.State); err != nil {
+			return errors.Join(applyErr, err)
+		}
+	}
+	return applyErr
+}
+
+func exitCode(results []check.Result) int {
+	switch check.Worst(results) {
+	case check.Fail:
+		return ExitFail
+	case check.Error:
+		return ExitInternal
+	}
+	return ExitHealthy
+}
+
+func printTable(w io.Writer, node string, results []check.Result, took time.Duration) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tCOMPONENT\tSTATUS\tMESSAGE")
+	count := map[check.Status]int{}
+	for _, r := range results {
+		count[r.Status]++
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Check, r.Component, r.Status, r.Message)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%s: %s: %d results (%d FAIL, %d ERROR, %d WARN, %d OK, %d SKIP) in %s\n",
+		node, check.Worst(results), len(results), count[check.Fail], count[check.Error],
+		count[check.Warn], count[check.OK], count[check.Skip], took.Round(time.Millisecond))
+}
+
+func (p Program) printOutcome(out policy.Outcome, ctl slurm.Controller, calls int, dry bool) {
+	mode := ""
+	if dry {
+		mode = " (dry run)"
+	}
+	line := fmt.Sprintf("policy%s: %s", mode, out.Kind)
+	if out.Detail != "" {
+		line += ": " + out.Detail
+	}
+	via := ""
+	if calls > 0 {
+		via = " via " + ctl.Backend()
+	}
+	fmt.Fprintf(p.Stdout, "%s [%d Slurm calls%s]\n", line, calls, via)
+}
+
+func logResults(log *logrus.Entry, results []check.Result) {
+	for _, r := range results {
+		if r.Status != check.Fail && r.Status != check.Error {
+			continue
+		}
+		log.WithFields(logrus.Fields{"check": r.Check, "component": r.Component, "status": r.Status.String(),
+			"action": string(r.Action)}).Warn(r.Message)
+	}
+}
+
+func logOutcome(log *logrus.Entry, out policy.Outcome, ctl slurm.Controller) {
+	switch out.Kind {
+	case policy.Drained, policy.Resumed:
+		log.WithField("backend", ctl.Backend()).Warnf("%s: %s", out.Kind, out.Detail)
+	case policy.ForeignDrain, policy.Held, policy.Released:
+		log.Infof("%s: %s", out.Kind, out.Detail)
+	}
+}

@@ -1,0 +1,232 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/events"
+	"github.com/gpuhc/gpuhc/internal/slurm"
+)
+
+// Outcome kinds, as printed and logged.
+const (
+	Nothing        = "none"
+	Drained        = "drained"
+	Resumed        = "resumed"
+	AlreadyDrained = "already-drained"
+	ForeignDrain   = "foreign-drain"
+	WaitingResume  = "waiting-resume"
+	Held           = "held"
+	Released       = "released"
+	WouldDrain     = "would-drain"
+	WouldResume    = "would-resume"
+)
+
+// Outcome says what the policy did (or, in a dry run, would do).
+type Outcome struct {
+	Kind   string
+	Detail string
+}
+
+// Engine applies the policy for one node.
+type Engine struct {
+	Node   string
+	Policy config.Policy
+	DryRun bool
+	// Ctl is only called when the decision needs Slurm; it may be nil in a
+	// dry run.
+	Ctl    slurm.Controller
+	BootID string
+	Now    func() time.Time
+}
+
+// Run is the result of one Apply: the new state to save and events to log.
+type Run struct {
+	Outcome Outcome
+	State   State
+	Events  []events.Event
+}
+
+// Apply decides and, unless DryRun, acts. On error the returned Run still
+// carries the transitions seen, and the state keeps what we knew before, so
+// the next run retries.
+func (e Engine) Apply(ctx context.Context, results []check.Result, prev State) (Run, error) {
+	now := e.now()
+	st := prev.Clone()
+	run := Run{Events: e.transitions(results, prev.Last, now)}
+	st.Last = lastStatuses(results)
+
+	failures := e.drainWorthy(results)
+	var (
+		out Outcome
+		err error
+	)
+	switch {
+	case len(failures) > 0:
+		st.HealthyRuns = 0
+		out, err = e.drain(ctx, Reason(failures), &st, &run, now)
+	case check.Worst(results) == check.Error:
+		// Could not check everything: neither healthy nor failing, so the
+		// resume count neither grows nor resets.
+		out = Outcome{Kind: Nothing, Detail: "some checks could not run; not counted towards resume"}
+	default:
+		out, err = e.healthy(ctx, &st, &run, now)
+	}
+	run.Outcome = out
+	if err != nil {
+		run.State = prev.Clone()
+		run.State.Last = st.Last
+		return run, err
+	}
+	run.State = st
+	return run, nil
+}
+
+func (e Engine) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+func (e Engine) drainWorthy(results []check.Result) []check.Result {
+	var out []check.Result
+	for _, r := range results {
+		if r.Status == check.Fail || (e.Policy.DrainOnError && r.Status == check.Error) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (e Engine) drain(ctx context.Context, reason string, st *State, run *Run, now time.Time) (Outcome, error) {
+	if e.DryRun {
+		return Outcome{WouldDrain, reason}, nil
+	}
+	n, err := e.Ctl.Node(ctx, e.Node)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("read node %s before draining: %w", e.Node, err)
+	}
+	if n.Drained() {
+		if Owned(n.Reason) {
+			// Adopt it: a lost state file, or a drain by gpuhc-drain, must
+			// still be resumed once the node is healthy.
+			if st.Drained == nil {
+				st.Drained = &Drain{Reason: n.Reason, At: now}
+			}
+			st.Foreign = ""
+			return Outcome{AlreadyDrained, n.Reason}, nil
+		}
+		if st.Foreign != n.Reason {
+			st.Foreign = n.Reason
+			run.Events = append(run.Events, e.event(now, events.KindDrainSkipped, n.Reason, e.Ctl.Backend()))
+		}
+		st.Drained = nil
+		return Outcome{ForeignDrain, fmt.Sprintf("left alone, drained by someone else: %q (we would say %q)", n.Reason, reason)}, nil
+	}
+	if err := e.Ctl.Drain(ctx, e.Node, reason); err != nil {
+		return Outcome{}, fmt.Errorf("drain %s: %w", e.Node, err)
+	}
+	st.Drained = &Drain{Reason: reason, At: now}
+	st.Foreign = ""
+	run.Events = append(run.Events, e.event(now, events.KindDrain, reason, e.Ctl.Backend()))
+	return Outcome{Drained, reason}, nil
+}
+
+func (e Engine) healthy(ctx context.Context, st *State, run *Run, now time.Time) (Outcome, error) {
+	st.Foreign = ""
+	if st.Drained == nil {
+		// The steady state of a healthy fleet: no Slurm call at all.
+		return Outcome{Kind: Nothing}, nil
+	}
+	st.HealthyRuns++
+	if !e.Policy.AutoResume {
+		return Outcome{WaitingResume, "healthy; auto_resume is off, resume by hand"}, nil
+	}
+	if st.HealthyRuns < e.Policy.ResumeAfter {
+		return Outcome{WaitingResume, fmt.Sprintf("healthy run %d of %d before resume", st.HealthyRuns, e.Policy.ResumeAfter)}, nil
+	}
+	if e.DryRun {
+		return Outcome{WouldResume, st.Drained.Reason}, nil
+	}
+	n, err := e.Ctl.Node(ctx, e.Node)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("read node %s before resuming: %w", e.Node, err)
+	}
+	if ok, why := resumable(n); !ok {
+		if !n.Drained() || !Owned(n.Reason) {
+			// Not ours any more: someone resumed or re-reasoned it.
+			st.Drained, st.HealthyRuns = nil, 0
+			return Outcome{Released, why}, nil
+		}
+		return Outcome{Held, why}, nil
+	}
+	if err := e.Ctl.Resume(ctx, e.Node); err != nil {
+		return Outcome{}, fmt.Errorf("resume %s: %w", e.Node, err)
+	}
+	run.Events = append(run.Events, e.event(now, events.KindResume, n.Reason, e.Ctl.Backend()))
+	st.Drained, st.HealthyRuns = nil, 0
+	return Outcome{Resumed, fmt.Sprintf("was %q", n.Reason)}, nil
+}
+
+// resumable applies design.md §2: only our own reason, never a DOWN node,
+// never one with a pending reboot or in maintenance.
+func resumable(n slurm.Node) (bool, string) {
+	switch {
+	case !n.Drained():
+		return false, "node is no longer drained"
+	case !Owned(n.Reason):
+		return false, fmt.Sprintf("drain reason %q is not ours", n.Reason)
+	case n.Base() == "DOWN":
+		return false, "node is DOWN; leaving it to the admin"
+	case n.HasPrefix("REBOOT"):
+		return false, "a reboot is pending"
+	case n.Has("MAINTENANCE"):
+		return false, "node is in a maintenance reservation"
+	}
+	return true, ""
+}
+
+func (e Engine) event(now time.Time, kind, msg, backend string) events.Event {
+	return events.Event{Time: now, Kind: kind, Node: e.Node, Message: msg, Backend: backend, BootID: e.BootID}
+}
+
+func key(r check.Result) string { return r.Check + "/" + r.Component }
+
+func lastStatuses(results []check.Result) map[string]check.Status {
+	m := make(map[string]check.Status, len(results))
+	for _, r := range results {
+		m[key(r)] = r.Status
+	}
+	return m
+}
+
+// transitions logs each component whose status changed. A component seen
+// for the first time is logged only when it is not healthy, so the first
+// run on a healthy node writes nothing.
+func (e Engine) transitions(results []check.Result, last map[string]check.Status, now time.Time) []events.Event {
+	var out []events.Event
+	for _, r := range results {
+		old, seen := last[key(r)]
+		if seen && old == r.Status {
+			continue
+		}
+		if !seen && (r.Status == check.OK || r.Status == check.Skip) {
+			continue
+		}
+		ev := events.Event{
+			Time: now, Kind: events.KindTransition, Node: e.Node,
+			Check: r.Check, Component: r.Component, Serial: r.IDs.Serial,
+			Status: r.Status.String(), Message: r.Message, Action: string(r.Action),
+			BootID: e.BootID,
+		}
+		if seen {
+			ev.Previous = old.String()
+		}
+		out = append(out, ev)
+	}
+	return out
+}

@@ -1,0 +1,284 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/events"
+	"github.com/gpuhc/gpuhc/internal/slurm"
+)
+
+// fakeSlurm is an in-memory node table that records every call, standing in
+// for slurmctld in these unit tests (the e2e tests use real Slurm).
+type fakeSlurm struct {
+	node     slurm.Node
+	calls    []string
+	drainErr error
+}
+
+func (f *fakeSlurm) Backend() string { return "fake" }
+func (f *fakeSlurm) Node(_ context.Context, name string) (slurm.Node, error) {
+	f.calls = append(f.calls, "get "+name)
+	return f.node, nil
+}
+func (f *fakeSlurm) Drain(_ context.Context, name, reason string) error {
+	f.calls = append(f.calls, "drain "+name+" "+reason)
+	if f.drainErr != nil {
+		return f.drainErr
+	}
+	f.node.State = append(f.node.State, "DRAIN")
+	f.node.Reason = reason
+	return nil
+}
+func (f *fakeSlurm) Resume(_ context.Context, name string) error {
+	f.calls = append(f.calls, "resume "+name)
+	var st []string
+	for _, s := range f.node.State {
+		if s != "DRAIN" {
+			st = append(st, s)
+		}
+	}
+	f.node.State = st
+	return nil
+}
+
+var (
+	healthy = []check.Result{{Check: "host.mounts", Component: "/scratch", Status: check.OK, Message: "mounted"}}
+	failing = []check.Result{{Check: "host.mounts", Component: "/scratch", Status: check.Fail, Message: "not mounted", Action: check.ActionDrain}}
+	erring  = []check.Result{{Check: "host.mounts", Component: "/scratch", Status: check.Error, Message: "timed out after 10s"}}
+	ourDrn  = "gpuhc: host.mounts: /scratch: not mounted"
+	t0      = time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+)
+
+func engine(f *fakeSlurm) Engine {
+	return Engine{Node: "gpu001", Policy: config.Default().Policy, Ctl: f, Now: func() time.Time { return t0 }}
+}
+
+func idle(state ...string) slurm.Node {
+	return slurm.Node{Name: "gpu001", State: append([]string{"IDLE"}, state...)}
+}
+
+func kinds(evs []events.Event) []string {
+	var k []string
+	for _, e := range evs {
+		k = append(k, e.Kind)
+	}
+	return k
+}
+
+func TestApply(t *testing.T) {
+	drainedByUs := State{Drained: &Drain{Reason: ourDrn, At: t0}}
+	tests := []struct {
+		name      string
+		node      slurm.Node
+		prev      State
+		results   []check.Result
+		mutate    func(*Engine)
+		wantKind  string
+		wantCalls []string
+		wantState func(State) bool
+		wantEvent []string
+	}{
+		{name: "healthy node we never drained makes no call", node: idle(), results: healthy,
+			wantKind: Nothing, wantCalls: nil, wantState: func(s State) bool { return s.Drained == nil }},
+		{name: "failure drains with our reason", node: idle(), results: failing,
+			wantKind: Drained, wantCalls: []string{"get gpu001", "drain gpu001 " + ourDrn},
+			wantState: func(s State) bool { return s.Drained != nil && s.Drained.Reason == ourDrn },
+			wantEvent: []string{events.KindTransition, events.KindDrain}},
+		{name: "already drained by us: no second drain", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: ourDrn},
+			prev: drainedByUs, results: failing, wantKind: AlreadyDrained, wantCalls: []string{"get gpu001"},
+			wantState: func(s State) bool { return s.Drained != nil }},
+		{name: "our drain found without state is adopted", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: "gpuhc: host.cpu: host: 1 CPU"},
+			results: failing, wantKind: AlreadyDrained, wantCalls: []string{"get gpu001"},
+			wantState: func(s State) bool { return s.Drained != nil && s.Drained.Reason == "gpuhc: host.cpu: host: 1 CPU" }},
+		{name: "foreign drain is never re-reasoned", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: "maintenance"},
+			results: failing, wantKind: ForeignDrain, wantCalls: []string{"get gpu001"},
+			wantState: func(s State) bool { return s.Drained == nil && s.Foreign == "maintenance" },
+			wantEvent: []string{events.KindTransition, events.KindDrainSkipped}},
+		{name: "foreign drain logged once", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: "maintenance"},
+			prev: State{Foreign: "maintenance", Last: map[string]check.Status{"host.mounts//scratch": check.Fail}}, results: failing,
+			wantKind: ForeignDrain, wantCalls: []string{"get gpu001"}, wantEvent: nil},
+		{name: "stale gpuhc reason on an idle node (24.11 after RESUME) is drained again",
+			node: slurm.Node{State: []string{"IDLE"}, Reason: "gpuhc: old"}, results: failing,
+			wantKind: Drained, wantCalls: []string{"get gpu001", "drain gpu001 " + ourDrn}},
+		{name: "first healthy run after our drain waits", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: ourDrn},
+			prev: drainedByUs, results: healthy, wantKind: WaitingResume, wantCalls: nil,
+			wantState: func(s State) bool { return s.Drained != nil && s.HealthyRuns == 1 }},
+		{name: "second healthy run resumes", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: ourDrn},
+			prev: State{Drained: drainedByUs.Drained, HealthyRuns: 1}, results: healthy, wantKind: Resumed,
+			wantCalls: []string{"get gpu001", "resume gpu001"}, wantState: func(s State) bool { return s.Drained == nil && s.HealthyRuns == 0 },
+			wantEvent: []string{events.KindResume}},
+		{name: "admin re-reasoned our drain: never resumed", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: "RMA ticket 42"},
+			prev: State{Drained: drainedByUs.Drained, HealthyRuns: 1}, results: healthy, wantKind: Released,
+			wantCalls: []string{"get gpu001"}, wantState: func(s State) bool { return s.Drained == nil }},
+		{name: "admin resumed already: state cleared", node: idle(),
+			prev: State{Drained: drainedByUs.Drained, HealthyRuns: 1}, results: healthy, wantKind: Released,
+			wantCalls: []string{"get gpu001"}, wantState: func(s State) bool { return s.Drained == nil }},
+		{name: "DOWN node is held", node: slurm.Node{State: []string{"DOWN", "DRAIN"}, Reason: ourDrn},
+			prev: State{Drained: drainedByUs.Drained, HealthyRuns: 1}, results: healthy, wantKind: Held,
+			wantCalls: []string{"get gpu001"}, wantState: func(s State) bool { return s.Drained != nil }},
+		{name: "pending reboot is held", node: slurm.Node{State: []string{"IDLE", "DRAIN", "REBOOT_REQUESTED"}, Reason: ourDrn},
+			prev: State{Drained: drainedByUs.Drained, HealthyRuns: 1}, results: healthy, wantKind: Held, wantCalls: []string{"get gpu001"}},
+		{name: "maintenance flag is held", node: slurm.Node{State: []string{"IDLE", "DRAIN", "MAINTENANCE"}, Reason: ourDrn},
+			prev: State{Drained: drainedByUs.Drained, HealthyRuns: 1}, results: healthy, wantKind: Held, wantCalls: []string{"get gpu001"}},
+		{name: "auto_resume off never resumes", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: ourDrn},
+			prev: State{Drained: drainedByUs.Drained, HealthyRuns: 5}, results: healthy,
+			mutate: func(e *Engine) { e.Policy.AutoResume = false }, wantKind: WaitingResume, wantCalls: nil},
+		{name: "ERROR does not drain by default", node: idle(), results: erring, wantKind: Nothing, wantCalls: nil,
+			wantEvent: []string{events.KindTransition}},
+		{name: "ERROR neither counts towards resume nor resets", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: ourDrn},
+			prev: State{Drained: drainedByUs.Drained, HealthyRuns: 1}, results: erring, wantKind: Nothing, wantCalls: nil,
+			wantState: func(s State) bool { return s.HealthyRuns == 1 && s.Drained != nil }},
+		{name: "drain_on_error drains on ERROR", node: idle(), results: erring,
+			mutate:   func(e *Engine) { e.Policy.DrainOnError = true },
+			wantKind: Drained, wantCalls: []string{"get gpu001", "drain gpu001 gpuhc: host.mounts: /scratch: timed out after 10s"}},
+		{name: "dry run makes no call", node: idle(), results: failing, mutate: func(e *Engine) { e.DryRun = true },
+			wantKind: WouldDrain, wantCalls: nil},
+		{name: "dry run resume makes no call", node: idle(), prev: State{Drained: drainedByUs.Drained, HealthyRuns: 1}, results: healthy,
+			mutate: func(e *Engine) { e.DryRun = true }, wantKind: WouldResume, wantCalls: nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeSlurm{node: tc.node}
+			e := engine(f)
+			if tc.mutate != nil {
+				tc.mutate(&e)
+			}
+			run, err := e.Apply(context.Background(), tc.results, tc.prev)
+			if err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+			if run.Outcome.Kind != tc.wantKind {
+				t.Errorf("outcome %q (%s), want %q", run.Outcome.Kind, run.Outcome.Detail, tc.wantKind)
+			}
+			if strings.Join(f.calls, "|") != strings.Join(tc.wantCalls, "|") {
+				t.Errorf("calls %q, want %q", f.calls, tc.wantCalls)
+			}
+			if tc.wantState != nil && !tc.wantState(run.State) {
+				t.Errorf("unexpected state %+v", run.State)
+			}
+			if tc.wantEvent != nil || tc.name == "foreign drain logged once" {
+				if got := strings.Join(kinds(run.Events), ","); got != strings.Join(tc.wantEvent, ",") {
+					t.Errorf("events %s, want %s", got, strings.Join(tc.wantEvent, ","))
+				}
+			}
+		})
+	}
+}
+
+func TestApplyDrainErrorKeepsState(t *testing.T) {
+	f := &fakeSlurm{node: idle(), drainErr: errors.New("slurmctld unreachable")}
+	run, err := engine(f).Apply(context.Background(), failing, State{})
+	if err == nil || !strings.Contains(err.Error(), "slurmctld unreachable") {
+		t.Fatalf("want the drain error, got %v", err)
+	}
+	if run.State.Drained != nil {
+		t.Errorf("a failed drain must not be recorded as ours: %+v", run.State)
+	}
+	if run.State.Last["host.mounts//scratch"] != check.Fail {
+		t.Errorf("transition memory lost: %+v", run.State.Last)
+	}
+}
+
+func TestDrainThenResumeCycle(t *testing.T) {
+	f := &fakeSlurm{node: idle()}
+	e := engine(f)
+	var st State
+	steps := []struct {
+		results []check.Result
+		want    string
+	}{
+		{failing, Drained}, {failing, AlreadyDrained}, {healthy, WaitingResume}, {healthy, Resumed}, {healthy, Nothing}, {healthy, Nothing},
+	}
+	for i, s := range steps {
+		run, err := e.Apply(context.Background(), s.results, st)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if run.Outcome.Kind != s.want {
+			t.Fatalf("step %d: outcome %s, want %s", i, run.Outcome.Kind, s.want)
+		}
+		st = run.State
+	}
+	if f.node.Drained() {
+		t.Errorf("node still drained at the end: %+v", f.node)
+	}
+	// 2 gets for the failing runs, 1 drain, 1 get + 1 resume; none once healthy.
+	if len(f.calls) != 5 {
+		t.Errorf("calls %q, want 5", f.calls)
+	}
+}
+
+func TestTransitions(t *testing.T) {
+	e := engine(&fakeSlurm{})
+	warn := []check.Result{{Check: "host.thermal", Component: "cpu0", Status: check.Warn, Message: "86°C"}}
+	ok := []check.Result{{Check: "host.thermal", Component: "cpu0", Status: check.OK}}
+	if evs := e.transitions(ok, nil, t0); len(evs) != 0 {
+		t.Errorf("first healthy run logged %v", evs)
+	}
+	evs := e.transitions(warn, map[string]check.Status{"host.thermal/cpu0": check.OK}, t0)
+	if len(evs) != 1 || evs[0].Previous != "OK" || evs[0].Status != "WARN" || evs[0].Component != "cpu0" {
+		t.Errorf("OK->WARN: %+v", evs)
+	}
+	if evs := e.transitions(warn, map[string]check.Status{"host.thermal/cpu0": check.Warn}, t0); len(evs) != 0 {
+		t.Errorf("unchanged status logged %v", evs)
+	}
+}
+
+func TestReason(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []check.Result
+		want string
+	}{
+		{"one", failing, ourDrn},
+		{"more", append(append([]check.Result{}, failing...), check.Result{Check: "host.cpu", Component: "host", Message: "x"}),
+			ourDrn + " (+1 more)"},
+		{"control characters", []check.Result{{Check: "c", Component: "x", Message: "line1\nline2\x00\tend "}}, "gpuhc: c: x: line1 line2 end"},
+	}
+	for _, tc := range tests {
+		if got := Reason(tc.in); got != tc.want {
+			t.Errorf("%s: got %q want %q", tc.name, got, tc.want)
+		}
+	}
+	long := Reason([]check.Result{{Check: "c", Component: "x", Message: strings.Repeat("é", 300)}})
+	if len(long) > MaxReason || !strings.HasPrefix(long, Prefix) || strings.ContainsRune(long, '\uFFFD') {
+		t.Errorf("long reason not cut cleanly: %d bytes %q", len(long), long[len(long)-4:])
+	}
+	if !Owned(ourDrn) || Owned("maintenance") || Owned(" gpuhc: x") {
+		t.Error("Owned misjudges ownership")
+	}
+}
+
+func TestStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	st := NewStore(dir)
+	s, err := st.Load()
+	if err != nil || s.Drained != nil {
+		t.Fatalf("missing file: %+v %v", s, err)
+	}
+	want := State{Drained: &Drain{Reason: ourDrn, At: t0}, HealthyRuns: 1, Last: map[string]check.Status{"a/b": check.Fail}}
+	if err := st.Save(want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Load()
+	if err != nil || !got.Equal(want) {
+		t.Fatalf("round trip: %+v %v", got, err)
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o750 {
+		t.Errorf("state dir mode %v", fi.Mode().Perm())
+	}
+	if err := os.WriteFile(st.Path, []byte("{torn"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Load(); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("corrupt file: %v", err)
+	}
+}

@@ -1,0 +1,65 @@
+// Package policy turns check results into drain and resume decisions,
+// following NHC's ownership rules: gpuhc only ever touches a drain whose
+// reason it wrote.
+package policy
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gpuhc/gpuhc/internal/check"
+)
+
+// Prefix marks a drain reason as gpuhc's own.
+const Prefix = "gpuhc:"
+
+// MaxReason is the longest reason we send; longer ones are cut on a rune
+// boundary so sinfo -R never shows a broken character.
+const MaxReason = 256
+
+// Owned reports whether a Slurm reason was written by gpuhc.
+func Owned(reason string) bool { return strings.HasPrefix(reason, Prefix) }
+
+// Reason formats `gpuhc: <check>: <component>: <message>` for the first
+// failure, noting how many more there are, as a single printable line.
+func Reason(failures []check.Result) string {
+	if len(failures) == 0 {
+		return ""
+	}
+	f := failures[0]
+	s := fmt.Sprintf("%s %s: %s: %s", Prefix, f.Check, f.Component, f.Message)
+	if n := len(failures) - 1; n > 0 {
+		s += fmt.Sprintf(" (+%d more)", n)
+	}
+	return Sanitize(s)
+}
+
+// Sanitize makes s one printable line of at most MaxReason bytes. Messages
+// carry text read from the kernel and devices; a newline or control byte
+// in a Slurm reason would corrupt scontrol's and sinfo's output.
+func Sanitize(s string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) || unicode.IsSpace(r) {
+			if !space && b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			space = true
+			continue
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	out := strings.TrimRight(b.String(), " ")
+	if len(out) <= MaxReason {
+		return out
+	}
+	cut := MaxReason
+	for cut > 0 && !utf8.RuneStart(out[cut]) {
+		cut--
+	}
+	return out[:cut]
+}

@@ -1,0 +1,122 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gpuhc/gpuhc/internal/check"
+)
+
+// State is what the policy remembers between runs, kept in the state
+// directory. It is the reason a healthy node needs no Slurm call: only a
+// node recorded here as drained by us is ever looked up.
+type State struct {
+	// Drained is set while a drain we made (or adopted) is in force.
+	Drained *Drain `json:"drained,omitempty"`
+	// HealthyRuns counts consecutive healthy runs since Drained was set.
+	HealthyRuns int `json:"healthy_runs,omitempty"`
+	// Foreign is the foreign reason we last saw and left alone, so that
+	// each run does not log the same skip again.
+	Foreign string `json:"foreign,omitempty"`
+	// Last holds each component's previous status, to log transitions.
+	Last map[string]check.Status `json:"last,omitempty"`
+}
+
+// Drain records a drain of ours.
+type Drain struct {
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}
+
+// Equal reports whether two states would be written identically.
+func (s State) Equal(o State) bool {
+	if (s.Drained == nil) != (o.Drained == nil) {
+		return false
+	}
+	if s.Drained != nil && (*s.Drained != *o.Drained) {
+		return false
+	}
+	return s.HealthyRuns == o.HealthyRuns && s.Foreign == o.Foreign && maps.Equal(s.Last, o.Last)
+}
+
+// Clone returns a deep copy, so a decision can be compared with its input.
+func (s State) Clone() State {
+	c := s
+	if s.Drained != nil {
+		d := *s.Drained
+		c.Drained = &d
+	}
+	c.Last = maps.Clone(s.Last)
+	return c
+}
+
+// Store keeps the state as JSON in one file.
+type Store struct {
+	Path string
+}
+
+// StateFile is the file name inside the state directory.
+const StateFile = "policy.json"
+
+// NewStore returns the store in dir.
+func NewStore(dir string) Store { return Store{Path: filepath.Join(dir, StateFile)} }
+
+// ErrCorrupt marks a state file that could not be parsed. The caller starts
+// afresh: a broken file must not stop health checking, and forgetting a
+// drain only means it will not be auto-resumed (the safe direction).
+var ErrCorrupt = errors.New("corrupt state file")
+
+// Load reads the state; a missing file is an empty state.
+func (st Store) Load() (State, error) {
+	b, err := os.ReadFile(st.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return State{}, nil
+	}
+	if err != nil {
+		return State{}, fmt.Errorf("read %s: %w", st.Path, err)
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return State{}, fmt.Errorf("%w %s: %v", ErrCorrupt, st.Path, err)
+	}
+	return s, nil
+}
+
+// Save writes the state atomically (temp file, fsync, rename), so a crash
+// mid-write leaves the old state rather than a torn one.
+func (st Store) Save(s State) error {
+	dir := filepath.Dir(st.Path)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("create state directory: %w", err)
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode state: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".policy-*.json")
+	if err != nil {
+		return fmt.Errorf("create temp state file: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("fsync %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), st.Path); err != nil {
+		return fmt.Errorf("rename state file: %w", err)
+	}
+	return nil
+}
