@@ -1,0 +1,140 @@
+package config
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultIsValid(t *testing.T) {
+	if err := Default().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	sec := func(n int) Duration { return Duration{time.Duration(n) * time.Second} }
+	tests := []struct {
+		name string
+		set  func(c *Config)
+		key  string // "" when the change is valid
+		msg  string // part of the message
+	}{
+		{"root relative", func(c *Config) { c.Root = "fixtures" }, "root", "absolute"},
+		{"state_dir empty", func(c *Config) { c.StateDir = "" }, "state_dir", "absolute"},
+		{"state_dir relative", func(c *Config) { c.StateDir = "var/lib" }, "state_dir", "absolute"},
+		{"lock_file relative", func(c *Config) { c.LockFile = "x.lock" }, "lock_file", "absolute"},
+		{"deadline zero", func(c *Config) { c.Deadline = sec(0) }, "deadline", "above 0s"},
+		{"deadline negative", func(c *Config) { c.Deadline = sec(-1) }, "deadline", "above 0s"},
+		{"deadline 55s", func(c *Config) { c.Deadline = sec(55) }, "", ""},
+		{"deadline 56s", func(c *Config) { c.Deadline = sec(56) }, "deadline", "slurmd kills"},
+		{"check_timeout zero", func(c *Config) { c.CheckTimeout = sec(0) }, "check_timeout", "above 0s"},
+		{"check_timeout = deadline", func(c *Config) { c.CheckTimeout = c.Deadline }, "", ""},
+		{"check_timeout over deadline", func(c *Config) { c.CheckTimeout = sec(46) }, "check_timeout", "longer than the deadline"},
+		{"check timeout zero inherits", func(c *Config) { c.Checks.CPU.Timeout = sec(0) }, "", ""},
+		{"check timeout negative", func(c *Config) { c.Checks.Memory.Timeout = sec(-1) }, "checks.memory.timeout", "above 0s"},
+		{"check timeout over deadline", func(c *Config) { c.Checks.Thermal.Timeout = sec(50) }, "checks.thermal.timeout", "deadline"},
+		{"log level", func(c *Config) { c.Log.Level = "verbose" }, "log.level", "not a level"},
+		{"log level warning", func(c *Config) { c.Log.Level = "warning" }, "", ""},
+		{"log file relative", func(c *Config) { c.Log.File = "gpuhc.log" }, "log.file", "absolute"},
+		{"events file empty", func(c *Config) { c.Events.File = "" }, "", ""},
+		{"events file relative", func(c *Config) { c.Events.File = "ev.jsonl" }, "events.file", "absolute"},
+		{"resume_after zero", func(c *Config) { c.Policy.ResumeAfter = 0 }, "policy.resume_after", "at least 1"},
+		{"resume_after one", func(c *Config) { c.Policy.ResumeAfter = 1 }, "", ""},
+		{"backend unknown", func(c *Config) { c.Slurm.Backend = "sacctmgr" }, "slurm.backend", "auto, rest or scontrol"},
+		{"backend scontrol", func(c *Config) { c.Slurm.Backend = "scontrol" }, "", ""},
+		{"backend rest without url", func(c *Config) { c.Slurm.Backend = "rest" }, "slurm.backend", "needs slurm.url"},
+		{"backend rest with url", func(c *Config) { c.Slurm.Backend, c.Slurm.URL = "rest", "http://ctl:6820" }, "", ""},
+		{"scontrol relative", func(c *Config) { c.Slurm.Scontrol = "scontrol" }, "slurm.scontrol", "absolute"},
+		{"token_file relative", func(c *Config) { c.Slurm.TokenFile = "token" }, "slurm.token_file", "absolute"},
+		{"url https", func(c *Config) { c.Slurm.URL = "https://ctl.example:6820" }, "", ""},
+		{"url unix", func(c *Config) { c.Slurm.URL = "unix:/run/slurmrestd.sock" }, "", ""},
+		{"url unix relative", func(c *Config) { c.Slurm.URL = "unix:run/x.sock" }, "slurm.url", "unix:/absolute/path"},
+		{"url unix//", func(c *Config) { c.Slurm.URL = "unix:///run/x.sock" }, "slurm.url", "unix:/absolute/path"},
+		{"url ftp", func(c *Config) { c.Slurm.URL = "ftp://ctl" }, "slurm.url", "want http"},
+		{"url without host", func(c *Config) { c.Slurm.URL = "http://" }, "slurm.url", "want http"},
+		{"url bare host", func(c *Config) { c.Slurm.URL = "ctl:6820" }, "slurm.url", "want http"},
+		{"slurm timeout zero", func(c *Config) { c.Slurm.Timeout = sec(0) }, "slurm.timeout", "above 0s"},
+		{"slurm timeout over deadline", func(c *Config) { c.Slurm.Timeout = sec(50) }, "slurm.timeout", "deadline"},
+		{"retries negative", func(c *Config) { c.Slurm.Retries = -1 }, "slurm.retries", "negative"},
+		{"retries zero", func(c *Config) { c.Slurm.Retries = 0 }, "", ""},
+		{"thermal warn above fail", func(c *Config) { c.Checks.Thermal.WarnCelsius = 96 }, "checks.thermal.warn_celsius", "above fail_celsius"},
+		{"thermal warn equals fail", func(c *Config) { c.Checks.Thermal.WarnCelsius = 95 }, "", ""},
+		{"thermal fail zero", func(c *Config) { c.Checks.Thermal.FailCelsius = 0 }, "checks.thermal.fail_celsius", "above 0"},
+		{"thermal warn zero", func(c *Config) { c.Checks.Thermal.WarnCelsius = 0 }, "checks.thermal.warn_celsius", "above 0"},
+		{"thermal exclude glob", func(c *Config) { c.Checks.Thermal.Exclude = []string{"acpitz", "iwl*"} }, "", ""},
+		{"thermal exclude bad glob", func(c *Config) { c.Checks.Thermal.Exclude = []string{"acpi["} }, "checks.thermal.exclude", "glob"},
+		{"module name", func(c *Config) { c.Checks.Modules.Required = []string{"nvidia", "nvidia peermem"} }, "checks.modules.required", "not a name"},
+		{"process name empty", func(c *Config) { c.Checks.Processes.Required = []string{""} }, "checks.processes.required", "not a name"},
+		{"process names", func(c *Config) { c.Checks.Processes.Required = []string{"nv-fabricmanager"} }, "", ""},
+		{"mount ok", func(c *Config) { c.Checks.Mounts.Mount = []Mount{{Path: "/scratch", MinFree: "5%"}} }, "", ""},
+		{"mount relative", func(c *Config) { c.Checks.Mounts.Mount = []Mount{{Path: "scratch"}} }, "checks.mounts.mount.path", "absolute"},
+		{"mount missing path", func(c *Config) { c.Checks.Mounts.Mount = []Mount{{FSType: "nfs"}} }, "checks.mounts.mount.path", "absolute"},
+		{"mount unclean", func(c *Config) { c.Checks.Mounts.Mount = []Mount{{Path: "/scratch/"}} }, "checks.mounts.mount.path", `as "/scratch"`},
+		{"mount twice", func(c *Config) { c.Checks.Mounts.Mount = []Mount{{Path: "/a"}, {Path: "/a"}} }, "checks.mounts.mount.path", "twice"},
+		{"mount min_free", func(c *Config) { c.Checks.Mounts.Mount = []Mount{{Path: "/a", MinFree: "lots"}} }, "checks.mounts.mount.min_free", "bad size"},
+		{"mount min_free percent", func(c *Config) { c.Checks.Mounts.Mount = []Mount{{Path: "/a", MinFree: "120%"}} }, "checks.mounts.mount.min_free", "percentage"},
+		{"mount fstype", func(c *Config) { c.Checks.Mounts.Mount = []Mount{{Path: "/a", FSType: "nfs 4"}} }, "checks.mounts.mount.fstype", "filesystem type"},
+		{"min_total", func(c *Config) { c.Checks.Memory.MinTotal = "1000GiB" }, "", ""},
+		{"min_total bad", func(c *Config) { c.Checks.Memory.MinTotal = "1000 gigs" }, "checks.memory.min_total", "bad size"},
+		{"cpu expected negative", func(c *Config) { c.Checks.CPU.Expected = -1 }, "checks.cpu.expected", "negative"},
+		{"cpu expected", func(c *Config) { c.Checks.CPU.Expected = 192 }, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			tt.set(&c)
+			err := c.Validate()
+			if tt.key == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			var list ErrorList
+			if !errors.As(err, &list) || len(list) != 1 {
+				t.Fatalf("want one error for %s, got %v", tt.key, err)
+			}
+			if e := list[0]; e.Key != tt.key || !strings.Contains(e.Msg, tt.msg) || e.Line != 0 || e.File != "" {
+				t.Errorf("got %+v, want key %q and message containing %q", e, tt.key, tt.msg)
+			}
+		})
+	}
+}
+
+// Validation problems point at the line that set the value; a default
+// that became invalid has no line.
+func TestValidationLines(t *testing.T) {
+	p := writeFile(t, doc(
+		`deadline = "5s"`, // check_timeout's default 10s is now too long
+		`[slurm]`,
+		`backend = "rest"`,
+		`[[checks.mounts.mount]]`,
+		`path = "/a"`,
+		`[[checks.mounts.mount]]`,
+		`path = "/b"`,
+		`min_free = "x"`,
+		`[[host]]`,
+		`match = "n1"`,
+		`[[host.checks.mounts.mount]]`,
+		`fstype = "nfs"`,
+		`[host.policy]`,
+		`resume_after = 0`,
+	))
+	_, err := Load(p, "n1")
+	if err == nil {
+		t.Fatal("Load succeeded")
+	}
+	want := []string{
+		"3 slurm.backend",
+		"8 checks.mounts.mount.min_free",
+		"11 checks.mounts.mount.path", // the host's entry has no path: its header
+		"14 policy.resume_after",
+		"0 check_timeout",
+	}
+	if got := found(t, err, p); !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q\n%v", got, want, err)
+	}
+}

@@ -1,0 +1,244 @@
+package healthcheck
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gpuhc/gpuhc/internal/lock"
+)
+
+// bed is a node in a temp dir: a fixture root, a config, and a stand-in
+// scontrol that keeps the node's state in a file and logs its argv, so
+// the real exec path of the scontrol backend is exercised.
+type bed struct {
+	dir, cfg, calls, state string
+}
+
+const shim = `#!/bin/sh
+calls=%[1]q; state=%[2]q
+for a in "$@"; do printf '%%s|' "$a" >> "$calls"; done; echo >> "$calls"
+cmd=; node=; st=; reason=
+for a in "$@"; do
+  case "$a" in
+    show|update) cmd=$a ;;
+    NodeName=*) node=${a#NodeName=} ;;
+    State=*) st=${a#State=} ;;
+    Reason=*) reason=${a#Reason=} ;;
+    -*) ;;
+    *) node=$a ;;
+  esac
+done
+case "$cmd" in
+show)
+  cur=$(cat "$state")
+  case "$cur" in
+    IDLE) echo "NodeName=$node Arch=x86_64 CPUTot=2 State=IDLE ThreadsPerCore=1 Partitions=debug" ;;
+    *) echo "NodeName=$node Arch=x86_64 CPUTot=2 State=$cur ThreadsPerCore=1 Partitions=debug Reason=$(cat "$state.reason") [root@2026-11-30T05:53:48]" ;;
+  esac ;;
+update)
+  case "$st" in
+    DRAIN) echo IDLE+DRAIN > "$state"; printf '%%s' "$reason" > "$state.reason" ;;
+    RESUME) echo IDLE > "$state" ;;
+  esac ;;
+esac
+`
+
+func newBed(t *testing.T, modules string, required string) bed {
+	t.Helper()
+	dir := t.TempDir()
+	b := bed{dir: dir, cfg: filepath.Join(dir, "gpuhc.toml"), calls: filepath.Join(dir, "calls"), state: filepath.Join(dir, "node")}
+	must(t, os.MkdirAll(filepath.Join(dir, "root/proc"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "root/proc/modules"), []byte(modules), 0o644))
+	must(t, os.WriteFile(b.state, []byte("IDLE\n"), 0o644))
+	sc := filepath.Join(dir, "scontrol")
+	must(t, os.WriteFile(sc, []byte(fmt.Sprintf(shim, b.calls, b.state)), 0o755))
+	cfg := fmt.Sprintf(`root = %q
+state_dir = %q
+lock_file = %q
+[events]
+file = %q
+[slurm]
+scontrol = %q
+[checks.modules]
+required = [%s]
+[checks.thermal]
+enabled = false
+[checks.memory]
+enabled = false
+[checks.cpu]
+enabled = false
+`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), filepath.Join(dir, "hc.lock"),
+		filepath.Join(dir, "events.jsonl"), sc, required)
+	must(t, os.WriteFile(b.cfg, []byte(cfg), 0o644))
+	return b
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (b bed) run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	p := Program{
+		Args:     append([]string{"--config", b.cfg}, args...),
+		Getenv:   func(k string) string { return map[string]string{"SLURMD_NODENAME": "gpu007"}[k] },
+		Hostname: func() (string, error) { return "", errors.New("no host name in tests") },
+		Stdout:   &out, Stderr: &errb,
+		Exit: func(c int) { t.Fatalf("watchdog fired with %d", c) },
+	}
+	return p.Main(), out.String(), errb.String()
+}
+
+func (b bed) callLog(t *testing.T) []string {
+	data, err := os.ReadFile(b.calls)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	must(t, err)
+	return strings.Split(strings.TrimSpace(string(data)), "\n")
+}
+
+const nvidiaLoaded = "nvidia 12345 0 - Live 0x0000000000000000\n"
+
+func TestHealthyNodeMakesNoSlurmCall(t *testing.T) {
+	b := newBed(t, nvidiaLoaded, `"nvidia"`)
+	code, out, stderr := b.run(t)
+	if code != ExitHealthy {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	if !regexp.MustCompile(`host\.modules\s+nvidia\s+OK\s+loaded`).MatchString(out) || !strings.Contains(out, "gpu007: OK") {
+		t.Errorf("table missing the check:\n%s", out)
+	}
+	if !strings.Contains(out, "[0 Slurm calls]") || b.callLog(t) != nil {
+		t.Errorf("healthy node called Slurm: %q\n%s", b.callLog(t), out)
+	}
+	if _, err := os.Stat(filepath.Join(b.dir, "events.jsonl")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("healthy first run wrote events: %v", err)
+	}
+}
+
+func TestFailingNodeIsDrainedThenResumed(t *testing.T) {
+	b := newBed(t, "", `"nvidia"`)
+	code, out, _ := b.run(t)
+	if code != ExitFail {
+		t.Fatalf("exit %d, want 1\n%s", code, out)
+	}
+	reason := "gpuhc: host.modules: nvidia: not loaded"
+	calls := b.callLog(t)
+	wantDrain := "update|NodeName=gpu007|State=DRAIN|Reason=" + reason + "|"
+	if len(calls) != 2 || !strings.Contains(calls[0], "show|node|gpu007|") || calls[1] != wantDrain {
+		t.Fatalf("calls %q, want show then %q", calls, wantDrain)
+	}
+	if !strings.Contains(out, "policy: drained: "+reason) {
+		t.Errorf("outcome not printed:\n%s", out)
+	}
+	ev, _ := os.ReadFile(filepath.Join(b.dir, "events.jsonl"))
+	if !strings.Contains(string(ev), `"kind":"drain"`) || !strings.Contains(string(ev), `"node":"gpu007"`) {
+		t.Errorf("drain not in event log: %s", ev)
+	}
+
+	// The fault is fixed: the first healthy run waits, the second resumes.
+	must(t, os.WriteFile(filepath.Join(b.dir, "root/proc/modules"), []byte(nvidiaLoaded), 0o644))
+	if code, out, _ = b.run(t); code != ExitHealthy || !strings.Contains(out, "healthy run 1 of 2") {
+		t.Fatalf("first healthy run: %d\n%s", code, out)
+	}
+	if n := len(b.callLog(t)); n != 2 {
+		t.Errorf("first healthy run called Slurm: %d calls", n)
+	}
+	if code, out, _ = b.run(t); code != ExitHealthy || !strings.Contains(out, "policy: resumed") {
+		t.Fatalf("second healthy run: %d\n%s", code, out)
+	}
+	calls = b.callLog(t)
+	if calls[len(calls)-1] != "update|NodeName=gpu007|State=RESUME|" {
+		t.Errorf("last call %q, want resume", calls[len(calls)-1])
+	}
+	if state, _ := os.ReadFile(b.state); strings.TrimSpace(string(state)) != "IDLE" {
+		t.Errorf("node state %q", state)
+	}
+}
+
+func TestDryRunChangesNothing(t *testing.T) {
+	b := newBed(t, "", `"nvidia"`)
+	code, out, _ := b.run(t, "--dry-run")
+	if code != ExitFail || !strings.Contains(out, "policy (dry run): would-drain: gpuhc: host.modules: nvidia: not loaded") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	if b.callLog(t) != nil {
+		t.Errorf("dry run called Slurm: %q", b.callLog(t))
+	}
+	for _, f := range []string{"events.jsonl", "state/policy.json"} {
+		if _, err := os.Stat(filepath.Join(b.dir, f)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("dry run wrote %s", f)
+		}
+	}
+}
+
+func TestConfigErrorNeverDrains(t *testing.T) {
+	b := newBed(t, "", `"nvidia"`)
+	data, _ := os.ReadFile(b.cfg)
+	must(t, os.WriteFile(b.cfg, append(data, []byte("[checks.mounts]\nmount = 3\n")...), 0o644))
+	code, _, stderr := b.run(t)
+	if code != ExitUsage {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	if !strings.Contains(stderr, "gpuhc.toml:") || !strings.Contains(stderr, "node left alone") {
+		t.Errorf("stderr: %s", stderr)
+	}
+	if b.callLog(t) != nil {
+		t.Errorf("config error reached Slurm: %q", b.callLog(t))
+	}
+}
+
+func TestCheckConfig(t *testing.T) {
+	b := newBed(t, "", `"nvidia"`)
+	code, out, _ := b.run(t, "--check-config")
+	if code != 0 || !strings.Contains(out, "configuration OK") {
+		t.Errorf("good config: %d %s", code, out)
+	}
+	bad := filepath.Join(b.dir, "bad.toml")
+	must(t, os.WriteFile(bad, []byte("deadline = \"45s\"\n\n[checks.modules]\nrequird = [\"x\"]\n"), 0o644))
+	code, _, stderr := b.run(t, "--check-config", bad)
+	if code != ExitUsage || !strings.Contains(stderr, bad+":4:") || !strings.Contains(stderr, "checks.modules.requird") {
+		t.Errorf("bad config: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr = b.run(t, "--check-config", filepath.Join(b.dir, "missing.toml"))
+	if code != ExitUsage || !strings.Contains(stderr, "missing.toml") {
+		t.Errorf("missing explicit config: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestOverlappingRunExitsAtOnce(t *testing.T) {
+	b := newBed(t, "", `"nvidia"`)
+	l, err := lock.Try(filepath.Join(b.dir, "hc.lock"))
+	must(t, err)
+	defer l.Release()
+	code, out, stderr := b.run(t)
+	if code != ExitInternal || !strings.Contains(stderr, "another run is still in progress") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	if out != "" || b.callLog(t) != nil {
+		t.Errorf("second run did work: %q %q", out, b.callLog(t))
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	b := newBed(t, "", "")
+	for _, args := range [][]string{{"--node", "gpu[1-4]"}, {"--bogus"}, {"extra"}} {
+		if code, _, _ := b.run(t, args...); code != ExitUsage {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+	if code, out, _ := b.run(t, "--version"); code != 0 || !strings.HasPrefix(out, "gpuhc-healthcheck ") {
+		t.Errorf("--version: %d %q", code, out)
+	}
+}
