@@ -26,7 +26,8 @@ e2e: build
 	bash test/e2e/run.sh
 
 bench: build
-	$(GO) run ./test/bench -bin $(BIN)/gpuhc-healthcheck -runs 30
+	$(GO) run ./test/bench -bin $(BIN)/gpuhc-healthcheck -runs 30 -dry-run=true
+	$(GO) run ./test/bench -bin $(BIN)/gpuhc-healthcheck -runs 30 -dry-run=false
 
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
