@@ -12,7 +12,7 @@ type fnCheck struct {
 	run  func(ctx context.Context) []Result
 }
 
-func (c fnCheck) Name() string                      { return c.name }
+func (c fnCheck) Name() string                     { return c.name }
 func (c fnCheck) Run(ctx context.Context) []Result { return c.run(ctx) }
 
 func fixed(name string, rs ...Result) Check {

@@ -155,9 +155,15 @@ func (p Program) nodeName(flagNode string) (string, error) {
 // run that overstays (a hung Slurm call past every timeout) exits with a
 // message rather than vanishing.
 func (p Program) watchdog(cfg config.Config) *time.Timer {
-	limit := min(cfg.Deadline.Duration+10*time.Second, 58*time.Second)
+	limit := hardLimit(cfg)
 	return time.AfterFunc(limit, func() {
 		fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: still running after %s; exiting before slurmd's 60 s kill\n", limit)
 		p.Exit(ExitInternal)
 	})
+}
+
+// hardLimit is how long a run may take in all: the check deadline plus
+// time for Slurm calls, and never as long as slurmd's 60 s.
+func hardLimit(cfg config.Config) time.Duration {
+	return min(cfg.Deadline.Duration+15*time.Second, 58*time.Second)
 }

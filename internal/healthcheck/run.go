@@ -20,10 +20,6 @@ import (
 	"github.com/gpuhc/gpuhc/internal/slurm"
 )
 
-// policyBudget bounds the Slurm calls after the checks: with the 55 s cap
-// on the check deadline it keeps the whole run inside slurmd's 60 s.
-const policyBudget = 15 * time.Second
-
 func (p Program) run(node string, cfg config.Config, o options) int {
 	start := time.Now()
 	wd := p.watchdog(cfg)
@@ -56,7 +52,9 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 	logResults(entry, results)
 
 	code := exitCode(results)
-	pctx, pcancel := context.WithTimeout(context.Background(), policyBudget)
+	// The Slurm calls get whatever is left before the watchdog: a REST call
+	// to a sick slurmctld can take ~10 s before scontrol gets its turn.
+	pctx, pcancel := context.WithDeadline(context.Background(), start.Add(hardLimit(cfg)-2*time.Second))
 	defer pcancel()
 	if err := p.applyPolicy(pctx, entry, node, cfg, results); err != nil {
 		entry.WithError(err).Error("policy could not act; will retry next run")

@@ -89,7 +89,17 @@ backend = "auto"
 url = %q
 token_file = %q
 scontrol = %q
-`, filepath.Join(dir, "state"), filepath.Join(dir, "hc.lock"), filepath.Join(dir, "events.jsonl"), url, token, shim)
+# A realistic healthy node: every check has something to do.
+[checks.processes]
+required = [%q]
+[[checks.mounts.mount]]
+path = "/"
+writable = true
+min_free = "1%%"
+[[checks.mounts.mount]]
+path = "/proc"
+fstype = "proc"
+`, filepath.Join(dir, "state"), filepath.Join(dir, "hc.lock"), filepath.Join(dir, "events.jsonl"), url, token, shim, filepath.Base(os.Args[0]))
 	return cfg, os.WriteFile(cfg, []byte(body), 0o644)
 }
 

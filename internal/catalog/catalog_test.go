@@ -1,0 +1,34 @@
+package catalog
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gpuhc/gpuhc/internal/config"
+)
+
+func TestTasks(t *testing.T) {
+	cfg := config.Default()
+	cfg.Deadline.Duration = 20 * time.Second
+	cfg.CheckTimeout.Duration = 10 * time.Second
+	cfg.Checks.Thermal.Enabled = false
+	cfg.Checks.Mounts.Timeout.Duration = 3 * time.Second
+	cfg.Checks.CPU.Timeout.Duration = time.Minute // capped by the deadline
+
+	got := map[string]time.Duration{}
+	for _, task := range Tasks(cfg) {
+		got[task.Check.Name()] = task.Timeout
+	}
+	want := map[string]time.Duration{
+		"host.cpu": 20 * time.Second, "host.memory": 10 * time.Second, "host.modules": 10 * time.Second,
+		"host.mounts": 3 * time.Second, "host.processes": 10 * time.Second,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("tasks %v, want %v", got, want)
+	}
+	for name, d := range want {
+		if got[name] != d {
+			t.Errorf("%s: timeout %v, want %v", name, got[name], d)
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package slurm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// minNodePost is the first API version with node POST (Slurm 23.02).
+const minNodePost = 39
+
+var nodePathRE = regexp.MustCompile(`^/slurm/v0\.0\.(\d+)/node/\{[A-Za-z_]+\}$`)
+
+// apiVersions is what discovery learnt: the newest version that can read a
+// node and the newest that can change one ("" when none: Slurm 22.05).
+type apiVersions struct {
+	read, write string
+	// seen lists every node path version and its methods, for errors.
+	seen string
+}
+
+// openAPI is the part of /openapi/v3 discovery reads.
+type openAPI struct {
+	Paths map[string]map[string]json.RawMessage `json:"paths"`
+}
+
+// discover fetches /openapi/v3 once per client and remembers the answer.
+func (r *REST) discover(ctx context.Context) (apiVersions, error) {
+	r.mu.Lock()
+	v := r.versions
+	r.mu.Unlock()
+	if v != nil {
+		return *v, nil
+	}
+	resp, err := r.do(ctx, request{method: "GET", path: "/openapi/v3"})
+	if err != nil {
+		return apiVersions{}, fmt.Errorf("discover API version: %w", err)
+	}
+	got, err := pickVersions(resp.body)
+	if err != nil {
+		return apiVersions{}, err
+	}
+	r.mu.Lock()
+	r.versions = &got
+	r.mu.Unlock()
+	return got, nil
+}
+
+// writeVersion is the version for node POST, or ErrNoNodePost.
+func (r *REST) writeVersion(ctx context.Context) (string, error) {
+	v, err := r.discover(ctx)
+	if err != nil {
+		return "", err
+	}
+	if v.write == "" {
+		return "", fmt.Errorf("%w; node paths offered: %s", ErrNoNodePost, v.seen)
+	}
+	return v.write, nil
+}
+
+// pickVersions reads an OpenAPI document: the highest N with a GET on
+// /slurm/v0.0.N/node/{node_name} reads, the highest N ≥ 39 with a POST writes.
+func pickVersions(doc []byte) (apiVersions, error) {
+	var spec openAPI
+	if err := json.Unmarshal(doc, &spec); err != nil {
+		return apiVersions{}, fmt.Errorf("decode /openapi/v3: %w", err)
+	}
+	read, write := -1, -1
+	var seen []string
+	for path, ops := range spec.Paths {
+		m := nodePathRE.FindStringSubmatch(path)
+		if m == nil {
+			continue
+		}
+		n, err := strconv.Atoi(m[1])
+		if err != nil {
+			continue
+		}
+		seen = append(seen, fmt.Sprintf("v0.0.%d(%s)", n, methods(ops)))
+		if _, ok := ops["get"]; ok && n > read {
+			read = n
+		}
+		if _, ok := ops["post"]; ok && n >= minNodePost && n > write {
+			write = n
+		}
+	}
+	if read < 0 {
+		return apiVersions{}, fmt.Errorf("/openapi/v3 has no /slurm/v0.0.N/node/{node_name} path")
+	}
+	sort.Strings(seen)
+	return apiVersions{read: version(read), write: version(write), seen: strings.Join(seen, " ")}, nil
+}
+
+func version(n int) string {
+	if n < 0 {
+		return ""
+	}
+	return fmt.Sprintf("v0.0.%d", n)
+}
+
+func methods(ops map[string]json.RawMessage) string {
+	var ms []string
+	for m := range ops {
+		switch m {
+		case "get", "post", "put", "delete", "patch":
+			ms = append(ms, strings.ToUpper(m))
+		}
+	}
+	sort.Strings(ms)
+	return strings.Join(ms, ",")
+}

@@ -1,0 +1,137 @@
+package slurm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Node reads one node.
+func (r *REST) Node(ctx context.Context, name string) (Node, error) {
+	if err := ValidateName(name); err != nil {
+		return Node{}, err
+	}
+	v, err := r.discover(ctx)
+	if err != nil {
+		return Node{}, err
+	}
+	req := request{method: "GET", path: nodePath(v.read, name)}
+	body, err := r.call(ctx, req)
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Status < 300 {
+		// 24.11 answers an unknown node with HTTP 200, no nodes and
+		// "Failure to query node X" (error_number 0), recorded.
+		ae.notFound = true
+	}
+	if err != nil {
+		return Node{}, err
+	}
+	n, err := pickNode(body, name)
+	if err != nil {
+		return Node{}, fmt.Errorf("slurmrestd %s %s: %w", req.method, req.path, err)
+	}
+	return n, nil
+}
+
+// Drain sets DRAIN with reason.
+func (r *REST) Drain(ctx context.Context, name, reason string) error {
+	if err := checkReason(reason); err != nil {
+		return err
+	}
+	return r.update(ctx, name, nodeUpdate{State: []string{"DRAIN"}, Reason: reason})
+}
+
+// Resume clears DRAIN.
+func (r *REST) Resume(ctx context.Context, name string) error {
+	return r.update(ctx, name, nodeUpdate{State: []string{"RESUME"}})
+}
+
+// Ping checks that slurmrestd accepts our credentials and reaches
+// slurmctld; /openapi/v3 answers any token, so discovery alone cannot.
+func (r *REST) Ping(ctx context.Context) error {
+	v, err := r.discover(ctx)
+	if err != nil {
+		return err
+	}
+	req := request{method: "GET", path: "/slurm/" + v.read + "/ping/"}
+	body, err := r.call(ctx, req)
+	if err != nil {
+		return err
+	}
+	return checkPings(body, req)
+}
+
+// pingResponse covers v0.0.38 ("ping":"UP") and v0.0.40+ ("pinged":"UP").
+type pingResponse struct {
+	Pings []struct {
+		Hostname string `json:"hostname"`
+		Ping     string `json:"ping"`
+		Pinged   string `json:"pinged"`
+	} `json:"pings"`
+}
+
+// checkPings wants some slurmctld UP. 24.11 answers HTTP 200 with
+// "pinged":"DOWN" both when slurmctld is down and when it refuses our
+// token (recorded), so DOWN cannot be told apart from a bad token here.
+func checkPings(body []byte, req request) error {
+	var pr pingResponse
+	if err := json.Unmarshal(body, &pr); err != nil {
+		return fmt.Errorf("slurmrestd %s %s: decode: %w", req.method, req.path, err)
+	}
+	var seen []string
+	for _, p := range pr.Pings {
+		st := p.Pinged + p.Ping
+		if strings.EqualFold(st, "UP") {
+			return nil
+		}
+		seen = append(seen, p.Hostname+" "+st)
+	}
+	return fmt.Errorf("slurmrestd %s %s: no slurmctld UP (%s); slurmctld is down or refused the token",
+		req.method, req.path, strings.Join(seen, ", "))
+}
+
+// nodeUpdate is the POST body; v0.0.39+ take state as an array.
+type nodeUpdate struct {
+	State  []string `json:"state"`
+	Reason string   `json:"reason,omitempty"`
+}
+
+func (r *REST) update(ctx context.Context, name string, u nodeUpdate) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	v, err := r.writeVersion(ctx)
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(u)
+	if err != nil {
+		return fmt.Errorf("encode node update: %w", err)
+	}
+	_, err = r.call(ctx, request{method: "POST", path: nodePath(v, name), body: body})
+	return err
+}
+
+// call is do plus the check that a 2xx body carries no errors: slurmrestd
+// reports some failures in the errors array of a successful response.
+func (r *REST) call(ctx context.Context, req request) ([]byte, error) {
+	resp, err := r.do(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var env restResponse
+	if err := json.Unmarshal(resp.body, &env); err != nil {
+		return nil, fmt.Errorf("slurmrestd %s %s: HTTP %d: decode response: %w", req.method, req.path, resp.status, err)
+	}
+	if len(env.Errors) > 0 {
+		return nil, &APIError{Method: req.method, Path: req.path, Status: resp.status, Errors: env.Errors}
+	}
+	return resp.body, nil
+}
+
+func nodePath(version, name string) string {
+	return "/slurm/" + version + "/node/" + url.PathEscape(name)
+}

@@ -1,0 +1,129 @@
+package slurm
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// scontrolTime is slurm_make_time_str's default (no SLURM_TIME_FORMAT).
+const scontrolTime = "2006-01-02T15:04:05"
+
+// reasonEnd matches the " [user@time]" scontrol appends to the first line
+// of a reason, when it is followed by the end of the line or by one of the
+// keys slurm_sprint_node_table prints after Reason. Anchoring on what
+// follows keeps a reason that itself contains "[x@y]" or "Key=v" whole.
+var reasonEnd = regexp.MustCompile(`^ \[([^\s\[\]@]+)@(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\](?:$| (?:Comment|Extra|InstanceId|InstanceType|ReservationName)=)`)
+
+// afterReason is where a reason without the [user@time] suffix ends.
+var afterReason = regexp.MustCompile(` (?:Comment|Extra|InstanceId|InstanceType|ReservationName)=`)
+
+// parseShowNode reads `scontrol -o show node NAME`: one line of Key=Value
+// pairs where only a few values (OS, Reason, Comment, Extra) hold spaces.
+// Reason comes after every fixed field, so the line is split there first.
+func parseShowNode(out []byte, name string, loc *time.Location) (Node, error) {
+	line, err := nodeLine(string(out))
+	if err != nil {
+		return Node{}, err
+	}
+	head, reason, hasReason := splitReason(line)
+	fields := headFields(head)
+	if got := fields["NodeName"]; got != name {
+		return Node{}, fmt.Errorf("output is for node %q, want %q", got, name)
+	}
+	stateStr, ok := fields["State"]
+	if !ok {
+		return Node{}, fmt.Errorf("no State= in output")
+	}
+	state, err := normalizeState(strings.Split(stateStr, "+"))
+	if err != nil {
+		return Node{}, err
+	}
+	n := Node{Name: name, State: state}
+	if hasReason {
+		if err := parseReason(reason, loc, &n); err != nil {
+			return Node{}, err
+		}
+	}
+	return n, nil
+}
+
+// nodeLine is the single NodeName= line; anything else is an error, since
+// a partial or mixed answer must not become a Node.
+func nodeLine(out string) (string, error) {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimRight(l, "\r "); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 {
+		return "", fmt.Errorf("want one line of output, got %d", len(lines))
+	}
+	if !strings.HasPrefix(lines[0], "NodeName=") {
+		return "", fmt.Errorf("output does not start with NodeName=: %.80q", lines[0])
+	}
+	return lines[0], nil
+}
+
+// splitReason cuts the line at " Reason=". The search starts after
+// CurrentWatts=, the last fixed field, so an OS string cannot fool it.
+func splitReason(line string) (head, rest string, ok bool) {
+	from := strings.Index(line, " CurrentWatts=")
+	if from < 0 {
+		from = 0
+	}
+	i := strings.Index(line[from:], " Reason=")
+	if i < 0 {
+		return line, "", false
+	}
+	i += from
+	return line[:i], line[i+len(" Reason="):], true
+}
+
+// headFields maps each Key=Value token before Reason. Tokens without '='
+// continue a value with spaces (OS=Linux 6.1 #1 SMP) and are skipped; a
+// repeated key is kept empty so it cannot be trusted.
+func headFields(head string) map[string]string {
+	m := map[string]string{}
+	seen := map[string]int{}
+	for _, tok := range strings.Fields(head) {
+		k, v, ok := strings.Cut(tok, "=")
+		if !ok || k == "" {
+			continue
+		}
+		seen[k]++
+		m[k] = v
+		if seen[k] > 1 {
+			m[k] = ""
+		}
+	}
+	return m
+}
+
+// parseReason fills Reason, ReasonUser and ReasonTime from what follows
+// "Reason=": "text [user@2025-01-02T03:04:05] Comment=...".
+func parseReason(rest string, loc *time.Location, n *Node) error {
+	for i := 0; i < len(rest); i++ {
+		if rest[i] != ' ' {
+			continue
+		}
+		m := reasonEnd.FindStringSubmatch(rest[i:])
+		if m == nil {
+			continue
+		}
+		t, err := time.ParseInLocation(scontrolTime, m[2], loc)
+		if err != nil {
+			return fmt.Errorf("reason time %q: %w", m[2], err)
+		}
+		n.Reason, n.ReasonUser, n.ReasonTime = rest[:i], m[1], t
+		return nil
+	}
+	// No [user@time]: Slurm prints none when the reason time is unset.
+	if end := afterReason.FindStringIndex(rest); end != nil {
+		rest = rest[:end[0]]
+	}
+	n.Reason = rest
+	return nil
+}
