@@ -41,7 +41,7 @@ func Run(ctx context.Context, tasks []Task) []Timed {
 }
 
 func runOne(parent context.Context, t Task) Timed {
-	name := t.Check.Name()
+	name := safeName(t.Check)
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(parent, t.Timeout)
 	defer cancel()
@@ -71,6 +71,16 @@ func runOne(parent context.Context, t Task) Timed {
 		}
 	}
 	return Timed{Name: name, Results: results, Duration: time.Since(start)}
+}
+
+// safeName keeps a panicking Name from taking the whole run down.
+func safeName(c Check) (name string) {
+	defer func() {
+		if recover() != nil {
+			name = fmt.Sprintf("%T", c)
+		}
+	}()
+	return c.Name()
 }
 
 func timeoutResult(start time.Time) Result {

@@ -11,9 +11,10 @@ import (
 	"github.com/sirupsen/logrus"
 )
 
-// MaxDeadline is the largest deadline accepted: slurmd kills the health
-// check program at 60 s, and gpuhc needs a margin to report and drain.
-const MaxDeadline = 55 * time.Second
+// MaxDeadline is the largest check deadline accepted: slurmd kills the
+// health check program at 60 s, and a drain after a hung check still needs
+// time for a slow slurmrestd and then scontrol.
+const MaxDeadline = 45 * time.Second
 
 // NodeVar in a path setting is replaced by the node name, so that several
 // simulated slurmd nodes on one host keep separate state.
@@ -125,6 +126,9 @@ func (ps *problems) slurm(s Slurm, deadline time.Duration) {
 	default:
 		ps.add("slurm.backend", "%q: want auto, rest or scontrol", s.Backend)
 	}
+	if strings.TrimSpace(s.User) == "" {
+		ps.add("slurm.user", "must name the Slurm user the token belongs to")
+	}
 	ps.absPath("slurm.scontrol", s.Scontrol, false)
 	ps.absPath("slurm.token_file", s.TokenFile, true)
 	if msg := checkURL(s.URL); msg != "" {
@@ -151,6 +155,10 @@ func checkURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Sprintf("%q: want http://host:port, https://host:port or unix:/path", s)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
+		// Credentials belong in token_file, never in a URL that gets logged.
+		return fmt.Sprintf("%q: credentials, query or fragment not allowed", u.Redacted())
 	}
 	return ""
 }

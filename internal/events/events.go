@@ -65,13 +65,20 @@ func (l Log) Append(ctx context.Context, evs ...Event) error {
 	if err := os.MkdirAll(filepath.Dir(l.Path), 0o750); err != nil {
 		return fmt.Errorf("create event log directory: %w", err)
 	}
-	f, err := os.OpenFile(l.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	f, err := os.OpenFile(l.Path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o640)
 	if err != nil {
 		return fmt.Errorf("open event log: %w", err)
 	}
 	defer f.Close()
 	if err := lock(ctx, f); err != nil {
 		return fmt.Errorf("lock %s: %w", l.Path, err)
+	}
+	if torn, err := endsTorn(f); err != nil {
+		return fmt.Errorf("read end of %s: %w", l.Path, err)
+	} else if torn {
+		// A writer killed mid-line left a fragment: end it, so readers lose
+		// that fragment and not also our first event.
+		buf = append([]byte{'\n'}, buf...)
 	}
 	if _, err := f.Write(buf); err != nil {
 		return fmt.Errorf("append to %s: %w", l.Path, err)
@@ -80,6 +87,19 @@ func (l Log) Append(ctx context.Context, evs ...Event) error {
 		return fmt.Errorf("fsync %s: %w", l.Path, err)
 	}
 	return nil
+}
+
+// endsTorn reports whether the file's last byte is not a newline.
+func endsTorn(f *os.File) (bool, error) {
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return false, err
+	}
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], fi.Size()-1); err != nil {
+		return false, err
+	}
+	return b[0] != '\n', nil
 }
 
 // lock polls for the exclusive lock rather than blocking in flock(2): a

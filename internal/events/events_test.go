@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -105,5 +106,21 @@ func TestBootID(t *testing.T) {
 	}
 	if got := BootID(t.TempDir()); got != "" {
 		t.Errorf("missing file: %q", got)
+	}
+}
+
+func TestAppendAfterTornLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(path, []byte(`{"kind":"drain","node":"gpu0`), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := (Log{Path: path}).Append(context.Background(), Event{Kind: KindResume, Node: "gpu001"}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	var ev Event
+	if len(lines) != 2 || json.Unmarshal([]byte(lines[1]), &ev) != nil || ev.Kind != KindResume {
+		t.Errorf("event glued to the torn line: %q", b)
 	}
 }

@@ -5,6 +5,7 @@ package healthcheck
 
 import (
 	"errors"
+	"runtime/debug"
 	"flag"
 	"fmt"
 	"io"
@@ -90,8 +91,16 @@ func (p Program) parse() (options, int, error) {
 	return o, 0, nil
 }
 
-// Main runs the program and returns the exit code.
-func (p Program) Main() int {
+// Main runs the program and returns the exit code. A panic is a bug of
+// ours: it is reported and exits 3, and it never drains (the policy acts
+// only on results, after the checks).
+func (p Program) Main() (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: internal error: %v\n%s", r, debug.Stack())
+			code = ExitInternal
+		}
+	}()
 	o, code, err := p.parse()
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {

@@ -176,7 +176,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	if b.callLog(t) != nil {
 		t.Errorf("dry run called Slurm: %q", b.callLog(t))
 	}
-	for _, f := range []string{"events.jsonl", "state/policy.json"} {
+	for _, f := range []string{"events.jsonl", "state/policy.gpu007.json"} {
 		if _, err := os.Stat(filepath.Join(b.dir, f)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("dry run wrote %s", f)
 		}

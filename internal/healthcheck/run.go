@@ -27,8 +27,14 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 
 	log, closer, err := logging.New(cfg.Log, p.Stderr)
 	if err != nil {
-		fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: %v\n", err)
-		return ExitInternal
+		// A full or read-only /var must not stop the checks: stderr still
+		// reaches slurmd's log.
+		fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: %v; logging to stderr only\n", err)
+		cfg.Log.File = ""
+		if log, closer, err = logging.New(cfg.Log, p.Stderr); err != nil {
+			fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: %v\n", err)
+			return ExitInternal
+		}
 	}
 	defer closer.Close()
 	entry := log.WithField("node", node)
@@ -66,13 +72,12 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 }
 
 func (p Program) applyPolicy(ctx context.Context, log *logrus.Entry, node string, cfg config.Config, results []check.Result) error {
-	store := policy.NewStore(cfg.StateDir)
-	prev, err := store.Load()
-	switch {
-	case errors.Is(err, policy.ErrCorrupt):
-		log.WithError(err).Error("starting from an empty policy state")
-	case err != nil:
-		return err
+	store := policy.NewStore(cfg.StateDir, node)
+	prev, loadErr := store.Load()
+	if loadErr != nil {
+		// Draining needs no memory of the past, so a broken state file must
+		// not stop it; only a resume depends on the record.
+		log.WithError(loadErr).Error("starting from an empty policy state")
 	}
 	ctl, err := slurm.New(cfg.Slurm, slurm.WithLogger(log))
 	if err != nil {
@@ -90,6 +95,10 @@ func (p Program) applyPolicy(ctx context.Context, log *logrus.Entry, node string
 	}
 	if err := (events.Log{Path: cfg.Events.File}).Append(ctx, run.Events...); err != nil {
 		log.WithError(err).Error("event log")
+	}
+	if loadErr != nil && !errors.Is(loadErr, policy.ErrCorrupt) {
+		// Unreadable (EIO, permissions): do not overwrite what we could not read.
+		return errors.Join(applyErr, loadErr)
 	}
 	if !run.State.Equal(prev) {
 		if err := store.Save(run.State); err != nil {

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/check"
@@ -110,22 +111,25 @@ func (e Engine) drain(ctx context.Context, reason string, st *State, run *Run, n
 	if err != nil {
 		return Outcome{}, fmt.Errorf("read node %s before draining: %w", e.Node, err)
 	}
-	if n.Drained() {
-		if Owned(n.Reason) {
-			// Adopt it: a lost state file, or a drain by gpuhc-drain, must
-			// still be resumed once the node is healthy.
-			if st.Drained == nil {
-				st.Drained = &Drain{Reason: n.Reason, At: now}
-			}
-			st.Foreign = ""
-			return Outcome{AlreadyDrained, n.Reason}, nil
+	switch {
+	case n.Drained() && Owned(n.Reason):
+		// Adopt it: after a lost state file the drain must still be
+		// resumed once the node is healthy.
+		if st.Drained == nil || st.Drained.Reason != n.Reason {
+			st.Drained = &Drain{Reason: n.Reason, At: now}
 		}
+		st.Foreign = ""
+		return Outcome{AlreadyDrained, n.Reason}, nil
+	case offline(n) && n.Reason != "" && !Owned(n.Reason):
+		// An admin's drain, or slurmctld's own "Not responding": replacing
+		// that reason would hide it, and a DOWN node given DRAIN is not
+		// returned to service by ReturnToService.
 		if st.Foreign != n.Reason {
 			st.Foreign = n.Reason
 			run.Events = append(run.Events, e.event(now, events.KindDrainSkipped, n.Reason, e.Ctl.Backend()))
 		}
 		st.Drained = nil
-		return Outcome{ForeignDrain, fmt.Sprintf("left alone, drained by someone else: %q (we would say %q)", n.Reason, reason)}, nil
+		return Outcome{ForeignDrain, fmt.Sprintf("left alone, %s by someone else: %q (we would say %q)", strings.ToLower(n.Base()), n.Reason, reason)}, nil
 	}
 	if err := e.Ctl.Drain(ctx, e.Node, reason); err != nil {
 		return Outcome{}, fmt.Errorf("drain %s: %w", e.Node, err)
@@ -156,15 +160,15 @@ func (e Engine) healthy(ctx context.Context, st *State, run *Run, now time.Time)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("read node %s before resuming: %w", e.Node, err)
 	}
-	if ok, why := resumable(n); !ok {
-		if !n.Drained() || !Owned(n.Reason) {
+	if ok, why := resumable(n, st.Drained.Reason); !ok {
+		if !n.Drained() || n.Reason != st.Drained.Reason {
 			// Not ours any more: someone resumed or re-reasoned it.
 			st.Drained, st.HealthyRuns = nil, 0
 			return Outcome{Released, why}, nil
 		}
 		return Outcome{Held, why}, nil
 	}
-	if err := e.Ctl.Resume(ctx, e.Node); err != nil {
+	if err := e.Ctl.Resume(ctx, e.Node); err != nil && !e.resumedAnyway(ctx) {
 		return Outcome{}, fmt.Errorf("resume %s: %w", e.Node, err)
 	}
 	run.Events = append(run.Events, e.event(now, events.KindResume, n.Reason, e.Ctl.Backend()))
@@ -172,14 +176,26 @@ func (e Engine) healthy(ctx context.Context, st *State, run *Run, now time.Time)
 	return Outcome{Resumed, fmt.Sprintf("was %q", n.Reason)}, nil
 }
 
-// resumable applies design.md §2: only our own reason, never a DOWN node,
-// never one with a pending reboot or in maintenance.
-func resumable(n slurm.Node) (bool, string) {
+// resumedAnyway re-reads the node after a failed resume: a RESUME that
+// slurmctld applied but whose answer timed out must still be recorded.
+func (e Engine) resumedAnyway(ctx context.Context) bool {
+	n, err := e.Ctl.Node(ctx, e.Node)
+	return err == nil && !n.Drained()
+}
+
+// offline reports whether Slurm keeps jobs off the node, whatever the cause.
+func offline(n slurm.Node) bool {
+	return n.Drained() || n.Base() == "DOWN" || n.Has("FAIL")
+}
+
+// resumable applies design.md §2: only the drain we made (same reason),
+// never a DOWN node, never one with a pending reboot or in maintenance.
+func resumable(n slurm.Node, ours string) (bool, string) {
 	switch {
 	case !n.Drained():
 		return false, "node is no longer drained"
-	case !Owned(n.Reason):
-		return false, fmt.Sprintf("drain reason %q is not ours", n.Reason)
+	case n.Reason != ours:
+		return false, fmt.Sprintf("drain reason is now %q, not the one we set", n.Reason)
 	case n.Base() == "DOWN":
 		return false, "node is DOWN; leaving it to the admin"
 	case n.HasPrefix("REBOOT"):

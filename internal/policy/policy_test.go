@@ -108,6 +108,21 @@ func TestApply(t *testing.T) {
 		{name: "stale gpuhc reason on an idle node (24.11 after RESUME) is drained again",
 			node: slurm.Node{State: []string{"IDLE"}, Reason: "gpuhc: old"}, results: failing,
 			wantKind: Drained, wantCalls: []string{"get gpu001", "drain gpu001 " + ourDrn}},
+		{name: "DOWN node with slurmctld's reason is left alone", node: slurm.Node{State: []string{"DOWN", "NOT_RESPONDING"}, Reason: "Not responding"},
+			results: failing, wantKind: ForeignDrain, wantCalls: []string{"get gpu001"},
+			wantState: func(s State) bool { return s.Drained == nil && s.Foreign == "Not responding" }},
+		{name: "DOWN node with an admin's reason is left alone", node: slurm.Node{State: []string{"DOWN"}, Reason: "bad DIMM, ticket 4711"},
+			results: failing, wantKind: ForeignDrain, wantCalls: []string{"get gpu001"}},
+		{name: "FAIL node with an admin's reason is left alone", node: slurm.Node{State: []string{"IDLE", "FAIL"}, Reason: "failing PSU"},
+			results: failing, wantKind: ForeignDrain, wantCalls: []string{"get gpu001"}},
+		{name: "DOWN node without a reason is drained", node: slurm.Node{State: []string{"DOWN"}},
+			results: failing, wantKind: Drained, wantCalls: []string{"get gpu001", "drain gpu001 " + ourDrn}},
+		{name: "a different gpuhc drain is adopted with its own reason", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: "gpuhc: host.cpu: host: 1 CPU"},
+			prev: drainedByUs, results: failing, wantKind: AlreadyDrained, wantCalls: []string{"get gpu001"},
+			wantState: func(s State) bool { return s.Drained.Reason == "gpuhc: host.cpu: host: 1 CPU" }},
+		{name: "another gpuhc reason than ours is not resumed", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: "gpuhc: admin: RMA pending"},
+			prev: State{Drained: drainedByUs.Drained, HealthyRuns: 1}, results: healthy, wantKind: Released,
+			wantCalls: []string{"get gpu001"}, wantState: func(s State) bool { return s.Drained == nil }},
 		{name: "first healthy run after our drain waits", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: ourDrn},
 			prev: drainedByUs, results: healthy, wantKind: WaitingResume, wantCalls: nil,
 			wantState: func(s State) bool { return s.Drained != nil && s.HealthyRuns == 1 }},
@@ -187,6 +202,28 @@ func TestApplyDrainErrorKeepsState(t *testing.T) {
 	}
 }
 
+func TestResumeAnsweredLateIsStillRecorded(t *testing.T) {
+	f := &lateResume{fakeSlurm{node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: ourDrn}}}
+	e := engine(&f.fakeSlurm)
+	e.Ctl = f
+	run, err := e.Apply(context.Background(), healthy, State{Drained: &Drain{Reason: ourDrn}, HealthyRuns: 1})
+	if err != nil || run.Outcome.Kind != Resumed || run.State.Drained != nil {
+		t.Fatalf("outcome %+v, err %v", run.Outcome, err)
+	}
+	if k := kinds(run.Events); len(k) != 1 || k[0] != events.KindResume {
+		t.Errorf("events %v", k)
+	}
+}
+
+// lateResume applies the resume but reports a timeout, as a slurmrestd
+// answering after the client gave up would.
+type lateResume struct{ fakeSlurm }
+
+func (l *lateResume) Resume(ctx context.Context, name string) error {
+	l.fakeSlurm.Resume(ctx, name)
+	return context.DeadlineExceeded
+}
+
 func TestDrainThenResumeCycle(t *testing.T) {
 	f := &fakeSlurm{node: idle()}
 	e := engine(f)
@@ -259,7 +296,7 @@ func TestReason(t *testing.T) {
 
 func TestStore(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
-	st := NewStore(dir)
+	st := NewStore(dir, "gpu001")
 	s, err := st.Load()
 	if err != nil || s.Drained != nil {
 		t.Fatalf("missing file: %+v %v", s, err)

@@ -61,11 +61,12 @@ type Store struct {
 	Path string
 }
 
-// StateFile is the file name inside the state directory.
-const StateFile = "policy.json"
-
-// NewStore returns the store in dir.
-func NewStore(dir string) Store { return Store{Path: filepath.Join(dir, StateFile)} }
+// NewStore returns node's store in dir. The file is named after the node,
+// so a run by hand with --node for another node can neither resume that
+// node on this node's record nor wipe this node's record.
+func NewStore(dir, node string) Store {
+	return Store{Path: filepath.Join(dir, "policy."+node+".json")}
+}
 
 // ErrCorrupt marks a state file that could not be parsed. The caller starts
 // afresh: a broken file must not stop health checking, and forgetting a

@@ -74,8 +74,13 @@ func (c *Client) buildAuto(cfg config.Slurm, opts []Option) error {
 	if cfg.URL == "" {
 		return nil
 	}
-	c.rest, err = newRESTFromConfig(cfg, opts)
-	return err
+	if c.rest, err = newRESTFromConfig(cfg, opts); err != nil {
+		// A REST setting we cannot use must not cost the node its drain:
+		// auto still has scontrol.
+		c.log.WithError(err).Error("slurmrestd settings unusable; using scontrol only")
+		c.rest = nil
+	}
+	return nil
 }
 
 func newRESTFromConfig(cfg config.Slurm, opts []Option) (*REST, error) {

@@ -77,7 +77,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		"unknown backend":   func(c *config.Slurm) { c.Backend = "slurmrestd" },
 		"rest without url":  func(c *config.Slurm) { c.Backend = "rest"; c.URL = "" },
 		"relative scontrol": func(c *config.Slurm) { c.Scontrol = "bin/scontrol" },
-		"bad url":           func(c *config.Slurm) { c.URL = "tcp://x" },
+		"bad url in rest":   func(c *config.Slurm) { c.Backend = "rest"; c.URL = "tcp://x" },
 	}
 	for name, mut := range cases {
 		c := good
@@ -86,7 +86,13 @@ func TestNewRejectsBadConfig(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+	// auto keeps scontrol when the REST settings are unusable: losing the
+	// drain to a typo in slurm.url would be worse than losing REST.
 	c := good
+	c.URL = "tcp://x"
+	if cl, err := New(c); err != nil || cl.rest != nil || cl.sc == nil {
+		t.Errorf("auto with a bad url must fall back to scontrol only: %v", err)
+	}
 	c.URL = ""
 	cl, err := New(c)
 	if err != nil || cl.rest != nil || cl.sc == nil {
