@@ -5,11 +5,11 @@ package healthcheck
 
 import (
 	"errors"
-	"runtime/debug"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
