@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuhc/gpuhc/internal/lock"
 )
@@ -240,5 +241,23 @@ func TestUsageErrors(t *testing.T) {
 	}
 	if code, out, _ := b.run(t, "--version"); code != 0 || !strings.HasPrefix(out, "gpuhc-healthcheck ") {
 		t.Errorf("--version: %d %q", code, out)
+	}
+}
+
+func TestStuckRunDrains(t *testing.T) {
+	b := newBed(t, nvidiaLoaded, `"nvidia"`)
+	lockPath := filepath.Join(b.dir, "hc.lock")
+	l, err := lock.Try(lockPath)
+	must(t, err)
+	defer l.Release()
+	// The holder started ten minutes ago and never finished.
+	must(t, os.WriteFile(lockPath, []byte(fmt.Sprintf("4242 %d\n", time.Now().Add(-10*time.Minute).Unix())), 0o600))
+	code, out, _ := b.run(t)
+	if code != ExitFail {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	calls := b.callLog(t)
+	if len(calls) != 2 || !strings.Contains(calls[1], "State=DRAIN|Reason=gpuhc: healthcheck: host: previous run (pid 4242) stuck for 10m") {
+		t.Errorf("calls %q", calls)
 	}
 }

@@ -40,12 +40,11 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 	entry := log.WithField("node", node)
 
 	l, err := lock.Try(cfg.LockFile)
+	if errors.Is(err, lock.ErrHeld) {
+		return p.lockHeld(entry, node, cfg, err, start)
+	}
 	if err != nil {
-		if errors.Is(err, lock.ErrHeld) {
-			fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: another run is still in progress (%v); exiting without checking\n", err)
-		} else {
-			entry.WithError(err).Error("cannot take the run lock")
-		}
+		entry.WithError(err).Error("cannot take the run lock")
 		return ExitInternal
 	}
 	defer l.Release()
@@ -57,6 +56,35 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 	printTable(p.Stdout, node, results, time.Since(start))
 	logResults(entry, results)
 
+	return p.finish(entry, node, cfg, results, start)
+}
+
+// stuckAfter is when a lock holder is no longer slow but stuck: every run
+// ends by 58 s, so a holder this old is a process the kernel will not let
+// die, blocked in a hung filesystem or driver call.
+const stuckAfter = 5 * time.Minute
+
+// lockHeld handles an overlapping run. A run merely in progress is left to
+// finish; a stuck one means this node is sick, and nothing else will ever
+// check it again while the lock stays held.
+func (p Program) lockHeld(log *logrus.Entry, node string, cfg config.Config, held error, start time.Time) int {
+	pid, since, err := lock.Holder(cfg.LockFile)
+	age := time.Since(since).Round(time.Second)
+	if err != nil || age < stuckAfter {
+		fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: another run is still in progress (%v); exiting without checking\n", held)
+		return ExitInternal
+	}
+	results := []check.Result{{
+		Check: "healthcheck", Component: "host", Status: check.Fail, Action: check.ActionReboot,
+		Message: fmt.Sprintf("previous run (pid %d) stuck for %s in a kernel call (hung filesystem or driver?)", pid, age),
+	}}
+	printTable(p.Stdout, node, results, time.Since(start))
+	logResults(log, results)
+	return p.finish(log, node, cfg, results, start)
+}
+
+// finish applies the policy to the results and returns the exit code.
+func (p Program) finish(entry *logrus.Entry, node string, cfg config.Config, results []check.Result, start time.Time) int {
 	code := exitCode(results)
 	// The Slurm calls get whatever is left before the watchdog: a REST call
 	// to a sick slurmctld can take ~10 s before scontrol gets its turn.

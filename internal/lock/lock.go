@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,7 +39,30 @@ func Try(path string) (*Lock, error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
+	// Say who holds it, so a later run can tell a slow run from a stuck one.
+	stamp := fmt.Sprintf("%d %d\n", os.Getpid(), time.Now().Unix())
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(stamp), 0)
+	}
 	return &Lock{f: f}, nil
+}
+
+// Holder reads the pid and start time the current holder wrote.
+func Holder(path string) (pid int, since time.Time, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("read lock %s: %w", path, err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, time.Time{}, fmt.Errorf("lock %s: no holder recorded", path)
+	}
+	pid, err1 := strconv.Atoi(f[0])
+	sec, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil || pid <= 0 || sec <= 0 {
+		return 0, time.Time{}, fmt.Errorf("lock %s: malformed holder %q", path, strings.TrimSpace(string(b)))
+	}
+	return pid, time.Unix(sec, 0), nil
 }
 
 // Release drops the lock.
