@@ -47,6 +47,17 @@ type Policy struct {
 	ResumeAfter int `toml:"resume_after"`
 	// AutoResume can be turned off where admins want to resume by hand.
 	AutoResume bool `toml:"auto_resume"`
+	// The storm guard (design.md §8): gpuhc does not drain a node while
+	// too many others are already drained by gpuhc. MaxDrainedFraction
+	// limits them to a share of all nodes (0 disables that limit),
+	// MaxDrainedNodes to a number (0 disables that limit). Whatever the
+	// limits, one node may always be drained.
+	MaxDrainedFraction float64 `toml:"max_drained_fraction"`
+	MaxDrainedNodes    int     `toml:"max_drained_nodes"`
+	// StormCache is how long the guard's count of drained nodes is
+	// trusted to refuse a drain without listing the nodes again; 0 lists
+	// every time.
+	StormCache Duration `toml:"storm_cache"`
 }
 
 // Slurm configures node control.
@@ -155,7 +166,10 @@ func Default() Config {
 		CheckTimeout: Duration{10 * time.Second},
 		Log:          Log{Level: "info"},
 		Events:       Events{File: "/var/log/gpuhc/events.jsonl"},
-		Policy:       Policy{ResumeAfter: 2, AutoResume: true},
+		Policy: Policy{
+			ResumeAfter: 2, AutoResume: true,
+			MaxDrainedFraction: 0.10, StormCache: Duration{60 * time.Second},
+		},
 		Slurm: Slurm{
 			Backend:   "auto",
 			Scontrol:  "/usr/bin/scontrol",

@@ -122,6 +122,18 @@ func TestLoadStrictErrors(t *testing.T) {
 			`required = "nvidia"`),
 			"n1", []string{"1 deadline", "2 check_timeout", "4 checks.cpu.expected",
 				"6 checks.thermal.warn_celsius", "7 checks.thermal.exclude", "9 checks.modules.required"}},
+		{"storm guard keys of the wrong type", doc(
+			`[policy]`,
+			`max_drained_fraction = "10%"`,
+			`max_drained_nodes = 2.5`,
+			`storm_cache = 60`),
+			"n1", []string{"2 policy.max_drained_fraction", "3 policy.max_drained_nodes", "4 policy.storm_cache"}},
+		{"storm guard values out of range", doc(
+			`[policy]`,
+			`max_drained_fraction = 10`,
+			`max_drained_nodes = -1`,
+			`storm_cache = "-1s"`),
+			"n1", []string{"2 policy.max_drained_fraction", "3 policy.max_drained_nodes", "4 policy.storm_cache"}},
 		{"wrong type for a section", doc(
 			`checks = 5`),
 			"n1", []string{"1 checks"}},
@@ -220,6 +232,28 @@ func TestLoadKeepsDefaultsForAbsentKeys(t *testing.T) {
 	want.Checks.Thermal.WarnCelsius = 80
 	if fmt.Sprintf("%+v", c) != fmt.Sprintf("%+v", want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
+	}
+}
+
+// A whole number is a valid fraction: 0 and 1 need no decimal point.
+func TestStormGuardKeysLoad(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want Policy
+	}{
+		{"max_drained_fraction = 0\nmax_drained_nodes = 3\nstorm_cache = \"0s\"", Policy{MaxDrainedNodes: 3}},
+		{"max_drained_fraction = 1", Policy{MaxDrainedFraction: 1, StormCache: Duration{time.Minute}}},
+		{"max_drained_fraction = 0.25\nstorm_cache = \"2m\"", Policy{MaxDrainedFraction: 0.25, StormCache: Duration{2 * time.Minute}}},
+	} {
+		c, err := Parse("t.toml", []byte("[policy]\n"+tc.text+"\n"), "n1")
+		if err != nil {
+			t.Errorf("%q: %v", tc.text, err)
+			continue
+		}
+		got := c.Policy
+		if got.MaxDrainedFraction != tc.want.MaxDrainedFraction || got.MaxDrainedNodes != tc.want.MaxDrainedNodes || got.StormCache != tc.want.StormCache {
+			t.Errorf("%q: got %+v", tc.text, got)
+		}
 	}
 }
 

@@ -70,12 +70,26 @@ func validate(c Config) []problem {
 	ps.deadline(c.Deadline.Duration)
 	ps.timeout("check_timeout", c.CheckTimeout.Duration, c.Deadline.Duration, false)
 	ps.log(c.Log, c.Events)
-	if c.Policy.ResumeAfter < 1 {
-		ps.add("policy.resume_after", "must be at least 1, got %d", c.Policy.ResumeAfter)
-	}
+	ps.policy(c.Policy)
 	ps.slurm(c.Slurm, c.Deadline.Duration)
 	ps.checks(c.Checks, c.Deadline.Duration)
 	return ps
+}
+
+func (ps *problems) policy(p Policy) {
+	if p.ResumeAfter < 1 {
+		ps.add("policy.resume_after", "must be at least 1, got %d", p.ResumeAfter)
+	}
+	// !(f >= 0 && f <= 1) also refuses NaN.
+	if f := p.MaxDrainedFraction; !(f >= 0 && f <= 1) {
+		ps.add("policy.max_drained_fraction", "must be between 0 and 1 (0.10 is 10%%; 0 turns this limit off), got %v", f)
+	}
+	if p.MaxDrainedNodes < 0 {
+		ps.add("policy.max_drained_nodes", "must not be negative (0 turns this limit off), got %d", p.MaxDrainedNodes)
+	}
+	if p.StormCache.Duration < 0 {
+		ps.add("policy.storm_cache", "must not be negative (0s turns the cache off), got %s", p.StormCache.Duration)
+	}
 }
 
 func (ps *problems) absPath(key, v string, optional bool) {

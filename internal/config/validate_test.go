@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -46,6 +47,15 @@ func TestValidate(t *testing.T) {
 		{"events file relative", func(c *Config) { c.Events.File = "ev.jsonl" }, "events.file", "absolute"},
 		{"resume_after zero", func(c *Config) { c.Policy.ResumeAfter = 0 }, "policy.resume_after", "at least 1"},
 		{"resume_after one", func(c *Config) { c.Policy.ResumeAfter = 1 }, "", ""},
+		{"max_drained_fraction off", func(c *Config) { c.Policy.MaxDrainedFraction = 0 }, "", ""},
+		{"max_drained_fraction all", func(c *Config) { c.Policy.MaxDrainedFraction = 1 }, "", ""},
+		{"max_drained_fraction as percent", func(c *Config) { c.Policy.MaxDrainedFraction = 10 }, "policy.max_drained_fraction", "between 0 and 1 (0.10 is 10%"},
+		{"max_drained_fraction negative", func(c *Config) { c.Policy.MaxDrainedFraction = -0.1 }, "policy.max_drained_fraction", "between 0 and 1"},
+		{"max_drained_fraction NaN", func(c *Config) { c.Policy.MaxDrainedFraction = math.NaN() }, "policy.max_drained_fraction", "between 0 and 1"},
+		{"max_drained_nodes", func(c *Config) { c.Policy.MaxDrainedNodes = 5 }, "", ""},
+		{"max_drained_nodes negative", func(c *Config) { c.Policy.MaxDrainedNodes = -1 }, "policy.max_drained_nodes", "negative"},
+		{"storm_cache off", func(c *Config) { c.Policy.StormCache = sec(0) }, "", ""},
+		{"storm_cache negative", func(c *Config) { c.Policy.StormCache = sec(-1) }, "policy.storm_cache", "negative"},
 		{"backend unknown", func(c *Config) { c.Slurm.Backend = "sacctmgr" }, "slurm.backend", "auto, rest or scontrol"},
 		{"backend scontrol", func(c *Config) { c.Slurm.Backend = "scontrol" }, "", ""},
 		{"backend rest without url", func(c *Config) { c.Slurm.Backend = "rest" }, "slurm.backend", "needs slurm.url"},
@@ -139,5 +149,12 @@ func TestValidationLines(t *testing.T) {
 	}
 	if got := found(t, err, p); !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q\n%v", got, want, err)
+	}
+}
+
+func TestStormGuardDefaults(t *testing.T) {
+	p := Default().Policy
+	if p.MaxDrainedFraction != 0.10 || p.MaxDrainedNodes != 0 || p.StormCache.Duration != 60*time.Second {
+		t.Errorf("storm guard defaults: %+v", p)
 	}
 }

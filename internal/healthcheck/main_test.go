@@ -21,13 +21,16 @@ type bed struct {
 	dir, cfg, calls, state string
 }
 
+// "show nodes" lists gpu007 after the lines of the file "$state.fleet",
+// the rest of the cluster, when there is one.
 const shim = `#!/bin/sh
 calls=%[1]q; state=%[2]q
 for a in "$@"; do printf '%%s|' "$a" >> "$calls"; done; echo >> "$calls"
-cmd=; node=; st=; reason=
+cmd=; node=; st=; reason=; list=
 for a in "$@"; do
   case "$a" in
     show|update) cmd=$a ;;
+    nodes) list=1; node=gpu007 ;;
     NodeName=*) node=${a#NodeName=} ;;
     State=*) st=${a#State=} ;;
     Reason=*) reason=${a#Reason=} ;;
@@ -37,6 +40,7 @@ for a in "$@"; do
 done
 case "$cmd" in
 show)
+  if [ -n "$list" ] && [ -e "$state.fleet" ]; then cat "$state.fleet"; fi
   cur=$(cat "$state")
   case "$cur" in
     IDLE) echo "NodeName=$node Arch=x86_64 CPUTot=2 State=IDLE ThreadsPerCore=1 Partitions=debug" ;;
@@ -137,8 +141,8 @@ func TestFailingNodeIsDrainedThenResumed(t *testing.T) {
 	reason := "gpuhc: host.modules: nvidia: not loaded"
 	calls := b.callLog(t)
 	wantDrain := "update|NodeName=gpu007|State=DRAIN|Reason=" + reason + "|"
-	if len(calls) != 2 || !strings.Contains(calls[0], "show|node|gpu007|") || calls[1] != wantDrain {
-		t.Fatalf("calls %q, want show then %q", calls, wantDrain)
+	if len(calls) != 3 || !strings.Contains(calls[0], "show|node|gpu007|") || calls[1] != "-o|show|nodes|" || calls[2] != wantDrain {
+		t.Fatalf("calls %q, want show, the storm guard's list, then %q", calls, wantDrain)
 	}
 	if !strings.Contains(out, "policy: drained: "+reason) {
 		t.Errorf("outcome not printed:\n%s", out)
@@ -153,7 +157,7 @@ func TestFailingNodeIsDrainedThenResumed(t *testing.T) {
 	if code, out, _ = b.run(t); code != ExitHealthy || !strings.Contains(out, "healthy run 1 of 2") {
 		t.Fatalf("first healthy run: %d\n%s", code, out)
 	}
-	if n := len(b.callLog(t)); n != 2 {
+	if n := len(b.callLog(t)); n != 3 {
 		t.Errorf("first healthy run called Slurm: %d calls", n)
 	}
 	if code, out, _ = b.run(t); code != ExitHealthy || !strings.Contains(out, "policy: resumed") {
@@ -257,7 +261,63 @@ func TestStuckRunDrains(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 	calls := b.callLog(t)
-	if len(calls) != 2 || !strings.Contains(calls[1], "State=DRAIN|Reason=gpuhc: healthcheck: host: previous run (pid 4242) stuck for 10m") {
+	if len(calls) != 3 || !strings.Contains(calls[2], "State=DRAIN|Reason=gpuhc: healthcheck: host: previous run (pid 4242) stuck for 10m") {
 		t.Errorf("calls %q", calls)
+	}
+}
+
+// A storm: 3 of the 10 other nodes are drained by gpuhc already, so with
+// the default 10% this node is not drained. The run says so on stdout and
+// in the log at error level, records one event and exits 1.
+func TestStormGuardSuppressesDrain(t *testing.T) {
+	b := newBed(t, "", `"nvidia"`)
+	var fleet strings.Builder
+	for i := 1; i <= 10; i++ {
+		line := fmt.Sprintf("NodeName=gpu1%02d Arch=x86_64 CPUTot=2 State=IDLE ThreadsPerCore=1 Partitions=debug", i)
+		switch {
+		case i <= 3:
+			line = strings.Replace(line, "State=IDLE", "State=MIXED+DRAIN", 1) + " Reason=gpuhc: host.mounts: /data: not mounted [root@2026-11-30T05:53:48]"
+		case i <= 6:
+			line = strings.Replace(line, "State=IDLE", "State=IDLE+DRAIN", 1) + " Reason=maintenance [root@2026-11-30T05:53:48]"
+		}
+		fleet.WriteString(line + "\n")
+	}
+	must(t, os.WriteFile(b.state+".fleet", []byte(fleet.String()), 0o644))
+
+	code, out, stderr := b.run(t)
+	if code != ExitFail {
+		t.Fatalf("exit %d, want 1\n%s%s", code, out, stderr)
+	}
+	reason := "gpuhc: host.modules: nvidia: not loaded"
+	want := "policy: drain-suppressed: 3 of 11 nodes already drained by gpuhc (limit 10%, at most 1 node); not draining: " + reason + " [2 Slurm calls via scontrol]"
+	if !strings.Contains(out, want) {
+		t.Errorf("stdout lacks %q:\n%s", want, out)
+	}
+	if !regexp.MustCompile(`level=error .*drain-suppressed: 3 of 11 nodes`).MatchString(stderr) {
+		t.Errorf("not logged at error level:\n%s", stderr)
+	}
+	for _, c := range b.callLog(t) {
+		if strings.Contains(c, "State=DRAIN") {
+			t.Errorf("drained anyway: %q", c)
+		}
+	}
+	ev, _ := os.ReadFile(filepath.Join(b.dir, "events.jsonl"))
+	if n := strings.Count(string(ev), `"kind":"drain-suppressed"`); n != 1 || strings.Contains(string(ev), `"kind":"drain"`) {
+		t.Errorf("events: %s", ev)
+	}
+	if _, err := os.Stat(filepath.Join(b.dir, "state", "storm.json")); err != nil {
+		t.Errorf("count not cached: %v", err)
+	}
+
+	// The next run, within storm_cache, refuses again from the cache: one
+	// node read, no list, and no second event.
+	code, out, _ = b.run(t)
+	calls := b.callLog(t)
+	if code != ExitFail || !strings.Contains(out, "[1 Slurm calls via scontrol]") || len(calls) != 3 {
+		t.Errorf("second run: exit %d, calls %q\n%s", code, calls, out)
+	}
+	ev, _ = os.ReadFile(filepath.Join(b.dir, "events.jsonl"))
+	if n := strings.Count(string(ev), `"kind":"drain-suppressed"`); n != 1 {
+		t.Errorf("second run recorded the refusal again: %s", ev)
 	}
 }

@@ -113,7 +113,7 @@ func (p Program) applyPolicy(ctx context.Context, log *logrus.Entry, node string
 	}
 	eng := policy.Engine{
 		Node: node, Policy: cfg.Policy, DryRun: cfg.Policy.DryRun, Ctl: ctl,
-		BootID: events.BootID(cfg.Root),
+		BootID: events.BootID(cfg.Root), StormFile: policy.StormFile(cfg.StateDir),
 	}
 	run, applyErr := eng.Apply(ctx, results, prev)
 	p.printOutcome(run.Outcome, ctl, ctl.Calls(), cfg.Policy.DryRun)
@@ -190,6 +190,11 @@ func logOutcome(log *logrus.Entry, out policy.Outcome, ctl slurm.Controller) {
 	switch out.Kind {
 	case policy.Drained, policy.Resumed:
 		log.WithField("backend", ctl.Backend()).Warnf("%s: %s", out.Kind, out.Detail)
+	case policy.DrainSuppressed:
+		// The storm guard held back a drain: many nodes failing at once
+		// point at a shared cause (a config push, a hung NFS server) that
+		// an admin must look at.
+		log.WithField("backend", ctl.Backend()).Errorf("%s: %s", out.Kind, out.Detail)
 	case policy.ForeignDrain, policy.Held, policy.Released:
 		log.Infof("%s: %s", out.Kind, out.Detail)
 	}

@@ -24,6 +24,9 @@ const (
 	Released       = "released"
 	WouldDrain     = "would-drain"
 	WouldResume    = "would-resume"
+	// DrainSuppressed: the node should be drained, but the storm guard
+	// refused because too many nodes are already drained by gpuhc.
+	DrainSuppressed = "drain-suppressed"
 )
 
 // Outcome says what the policy did (or, in a dry run, would do).
@@ -42,6 +45,10 @@ type Engine struct {
 	Ctl    slurm.Controller
 	BootID string
 	Now    func() time.Time
+	// StormFile caches the storm guard's count of drained nodes (see
+	// StormFile()); empty: no cache, every guarded drain lists the nodes.
+	// The limits and the cache's lifetime are in Policy.
+	StormFile string
 }
 
 // Run is the result of one Apply: the new state to save and events to log.
@@ -118,7 +125,7 @@ func (e Engine) drain(ctx context.Context, reason string, st *State, run *Run, n
 		if st.Drained == nil || st.Drained.Reason != n.Reason {
 			st.Drained = &Drain{Reason: n.Reason, At: now}
 		}
-		st.Foreign = ""
+		st.Foreign, st.Suppressed = "", ""
 		return Outcome{AlreadyDrained, n.Reason}, nil
 	case offline(n) && n.Reason != "" && !Owned(n.Reason):
 		// An admin's drain, or slurmctld's own "Not responding": replacing
@@ -128,20 +135,37 @@ func (e Engine) drain(ctx context.Context, reason string, st *State, run *Run, n
 			st.Foreign = n.Reason
 			run.Events = append(run.Events, e.event(now, events.KindDrainSkipped, n.Reason, e.Ctl.Backend()))
 		}
-		st.Drained = nil
+		st.Drained, st.Suppressed = nil, ""
 		return Outcome{ForeignDrain, fmt.Sprintf("left alone, %s by someone else: %q (we would say %q)", strings.ToLower(n.Base()), n.Reason, reason)}, nil
+	}
+	if e.stormOn() {
+		v, err := e.storm(ctx, now)
+		if err != nil {
+			// Not draining is the safe side: a slurmctld that cannot list
+			// nodes could not drain this one either. The next run retries.
+			return Outcome{}, fmt.Errorf("storm guard before draining %s: %w", e.Node, err)
+		}
+		if v.suppress {
+			detail := e.describe(v, reason, now)
+			if st.Suppressed != reason {
+				st.Suppressed = reason
+				run.Events = append(run.Events, e.event(now, events.KindDrainSuppressed, detail, e.Ctl.Backend()))
+			}
+			st.Drained, st.Foreign = nil, ""
+			return Outcome{DrainSuppressed, detail}, nil
+		}
 	}
 	if err := e.Ctl.Drain(ctx, e.Node, reason); err != nil {
 		return Outcome{}, fmt.Errorf("drain %s: %w", e.Node, err)
 	}
 	st.Drained = &Drain{Reason: reason, At: now}
-	st.Foreign = ""
+	st.Foreign, st.Suppressed = "", ""
 	run.Events = append(run.Events, e.event(now, events.KindDrain, reason, e.Ctl.Backend()))
 	return Outcome{Drained, reason}, nil
 }
 
 func (e Engine) healthy(ctx context.Context, st *State, run *Run, now time.Time) (Outcome, error) {
-	st.Foreign = ""
+	st.Foreign, st.Suppressed = "", ""
 	if st.Drained == nil {
 		// The steady state of a healthy fleet: no Slurm call at all.
 		return Outcome{Kind: Nothing}, nil

@@ -21,12 +21,29 @@ type fakeSlurm struct {
 	node     slurm.Node
 	calls    []string
 	drainErr error
+	// others are the rest of the cluster; the node list is these plus
+	// node (named gpu001), unless list replaces the whole answer.
+	others  []slurm.Node
+	list    []slurm.Node
+	listErr error
 }
 
 func (f *fakeSlurm) Backend() string { return "fake" }
 func (f *fakeSlurm) Node(_ context.Context, name string) (slurm.Node, error) {
 	f.calls = append(f.calls, "get "+name)
 	return f.node, nil
+}
+func (f *fakeSlurm) Nodes(context.Context) ([]slurm.Node, error) {
+	f.calls = append(f.calls, "list")
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
+	if f.list != nil {
+		return f.list, nil
+	}
+	self := f.node
+	self.Name = "gpu001"
+	return append(append([]slurm.Node{}, f.others...), self), nil
 }
 func (f *fakeSlurm) Drain(_ context.Context, name, reason string) error {
 	f.calls = append(f.calls, "drain "+name+" "+reason)
@@ -89,7 +106,7 @@ func TestApply(t *testing.T) {
 		{name: "healthy node we never drained makes no call", node: idle(), results: healthy,
 			wantKind: Nothing, wantCalls: nil, wantState: func(s State) bool { return s.Drained == nil }},
 		{name: "failure drains with our reason", node: idle(), results: failing,
-			wantKind: Drained, wantCalls: []string{"get gpu001", "drain gpu001 " + ourDrn},
+			wantKind: Drained, wantCalls: []string{"get gpu001", "list", "drain gpu001 " + ourDrn},
 			wantState: func(s State) bool { return s.Drained != nil && s.Drained.Reason == ourDrn },
 			wantEvent: []string{events.KindTransition, events.KindDrain}},
 		{name: "already drained by us: no second drain", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: ourDrn},
@@ -107,7 +124,7 @@ func TestApply(t *testing.T) {
 			wantKind: ForeignDrain, wantCalls: []string{"get gpu001"}, wantEvent: nil},
 		{name: "stale gpuhc reason on an idle node (24.11 after RESUME) is drained again",
 			node: slurm.Node{State: []string{"IDLE"}, Reason: "gpuhc: old"}, results: failing,
-			wantKind: Drained, wantCalls: []string{"get gpu001", "drain gpu001 " + ourDrn}},
+			wantKind: Drained, wantCalls: []string{"get gpu001", "list", "drain gpu001 " + ourDrn}},
 		{name: "DOWN node with slurmctld's reason is left alone", node: slurm.Node{State: []string{"DOWN", "NOT_RESPONDING"}, Reason: "Not responding"},
 			results: failing, wantKind: ForeignDrain, wantCalls: []string{"get gpu001"},
 			wantState: func(s State) bool { return s.Drained == nil && s.Foreign == "Not responding" }},
@@ -116,7 +133,7 @@ func TestApply(t *testing.T) {
 		{name: "FAIL node with an admin's reason is left alone", node: slurm.Node{State: []string{"IDLE", "FAIL"}, Reason: "failing PSU"},
 			results: failing, wantKind: ForeignDrain, wantCalls: []string{"get gpu001"}},
 		{name: "DOWN node without a reason is drained", node: slurm.Node{State: []string{"DOWN"}},
-			results: failing, wantKind: Drained, wantCalls: []string{"get gpu001", "drain gpu001 " + ourDrn}},
+			results: failing, wantKind: Drained, wantCalls: []string{"get gpu001", "list", "drain gpu001 " + ourDrn}},
 		{name: "a different gpuhc drain is adopted with its own reason", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: "gpuhc: host.cpu: host: 1 CPU"},
 			prev: drainedByUs, results: failing, wantKind: AlreadyDrained, wantCalls: []string{"get gpu001"},
 			wantState: func(s State) bool { return s.Drained.Reason == "gpuhc: host.cpu: host: 1 CPU" }},
@@ -153,7 +170,7 @@ func TestApply(t *testing.T) {
 			wantState: func(s State) bool { return s.HealthyRuns == 1 && s.Drained != nil }},
 		{name: "drain_on_error drains on ERROR", node: idle(), results: erring,
 			mutate:   func(e *Engine) { e.Policy.DrainOnError = true },
-			wantKind: Drained, wantCalls: []string{"get gpu001", "drain gpu001 gpuhc: host.mounts: /scratch: timed out after 10s"}},
+			wantKind: Drained, wantCalls: []string{"get gpu001", "list", "drain gpu001 gpuhc: host.mounts: /scratch: timed out after 10s"}},
 		{name: "dry run makes no call", node: idle(), results: failing, mutate: func(e *Engine) { e.DryRun = true },
 			wantKind: WouldDrain, wantCalls: nil},
 		{name: "dry run resume makes no call", node: idle(), prev: State{Drained: drainedByUs.Drained, HealthyRuns: 1}, results: healthy,
@@ -247,9 +264,10 @@ func TestDrainThenResumeCycle(t *testing.T) {
 	if f.node.Drained() {
 		t.Errorf("node still drained at the end: %+v", f.node)
 	}
-	// 2 gets for the failing runs, 1 drain, 1 get + 1 resume; none once healthy.
-	if len(f.calls) != 5 {
-		t.Errorf("calls %q, want 5", f.calls)
+	// 2 gets for the failing runs, 1 list and 1 drain, 1 get + 1 resume;
+	// none once healthy.
+	if len(f.calls) != 6 {
+		t.Errorf("calls %q, want 6", f.calls)
 	}
 }
 

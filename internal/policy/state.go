@@ -24,6 +24,10 @@ type State struct {
 	// Foreign is the foreign reason we last saw and left alone, so that
 	// each run does not log the same skip again.
 	Foreign string `json:"foreign,omitempty"`
+	// Suppressed is the reason of the drain the storm guard last refused,
+	// so that a node refused run after run records one event, not one
+	// per run.
+	Suppressed string `json:"suppressed,omitempty"`
 	// Last holds each component's previous status, to log transitions.
 	Last map[string]check.Status `json:"last,omitempty"`
 }
@@ -42,7 +46,8 @@ func (s State) Equal(o State) bool {
 	if s.Drained != nil && (*s.Drained != *o.Drained) {
 		return false
 	}
-	return s.HealthyRuns == o.HealthyRuns && s.Foreign == o.Foreign && maps.Equal(s.Last, o.Last)
+	return s.HealthyRuns == o.HealthyRuns && s.Foreign == o.Foreign && s.Suppressed == o.Suppressed &&
+		maps.Equal(s.Last, o.Last)
 }
 
 // Clone returns a deep copy, so a decision can be compared with its input.
@@ -92,20 +97,26 @@ func (st Store) Load() (State, error) {
 // Save writes the state atomically (temp file, fsync, rename), so a crash
 // mid-write leaves the old state rather than a torn one.
 func (st Store) Save(s State) error {
-	dir := filepath.Dir(st.Path)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return fmt.Errorf("create state directory: %w", err)
-	}
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".policy-*.json")
+	return writeAtomic(st.Path, append(b, '\n'), ".policy-*.json")
+}
+
+// writeAtomic replaces path with data (temp file in the same directory,
+// fsync, rename), so a crash mid-write leaves the old file, not a torn one.
+func writeAtomic(path string, data []byte, pattern string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("create state directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, pattern)
 	if err != nil {
-		return fmt.Errorf("create temp state file: %w", err)
+		return fmt.Errorf("create temp file for %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", tmp.Name(), err)
 	}
@@ -116,8 +127,8 @@ func (st Store) Save(s State) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp.Name(), err)
 	}
-	if err := os.Rename(tmp.Name(), st.Path); err != nil {
-		return fmt.Errorf("rename state file: %w", err)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp.Name(), err)
 	}
 	return nil
 }

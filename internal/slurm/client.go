@@ -125,6 +125,18 @@ func (c *Client) Node(ctx context.Context, name string) (Node, error) {
 	return n, err
 }
 
+// Nodes lists every node, with the same backend choice and fallback as
+// Node.
+func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
+	var ns []Node
+	err := c.with(ctx, "list nodes", func(ctl Controller) error {
+		var err error
+		ns, err = ctl.Nodes(ctx)
+		return err
+	})
+	return ns, err
+}
+
 // Drain sets DRAIN with a non-empty reason.
 func (c *Client) Drain(ctx context.Context, name, reason string) error {
 	if err := ValidateName(name); err != nil {

@@ -56,6 +56,9 @@ type Controller interface {
 	// Backend names the mechanism ("rest v0.0.42", "scontrol").
 	Backend() string
 	Node(ctx context.Context, name string) (Node, error)
+	// Nodes lists every node of the cluster, for the storm guard's count
+	// of nodes already drained. Only the drain path calls it.
+	Nodes(ctx context.Context) ([]Node, error)
 	// Drain sets DRAIN with reason. The reason must be non-empty.
 	Drain(ctx context.Context, name, reason string) error
 	// Resume clears DRAIN.

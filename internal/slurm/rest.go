@@ -13,9 +13,13 @@ import (
 	"time"
 )
 
-// maxBody caps what we read of any response; /openapi/v3 is the largest
-// (a few MiB on 24.11).
+// maxBody caps what we read of a response; /openapi/v3 is the largest
+// of those (a few MiB on 24.11).
 const maxBody = 8 << 20
+
+// maxListBody caps a node list: v0.0.42 sends about 2.5 KB per node
+// (recorded), so 128 MiB is some 50,000 nodes.
+const maxListBody = 128 << 20
 
 // REST drives a node through slurmrestd. Discovery and the token file are
 // read on first use, so constructing one costs nothing.
@@ -76,6 +80,8 @@ func (r *REST) Calls() int { return r.calls.Load() }
 type request struct {
 	method, path string
 	body         []byte
+	// limit caps the answer's size; 0 means maxBody.
+	limit int
 }
 
 // response is a 2xx answer.
@@ -128,7 +134,7 @@ func (r *REST) once(ctx context.Context, req request, tok string) (response, err
 		return response{}, &netError{method: req.method, url: r.ep.base + req.path, err: unwrapURL(err)}
 	}
 	defer resp.Body.Close()
-	body, err := readCapped(resp.Body)
+	body, err := readCapped(resp.Body, req.limit)
 	if err != nil {
 		return response{}, &netError{method: req.method, url: r.ep.base + req.path, err: err}
 	}
@@ -172,18 +178,21 @@ func (r *REST) loadToken() (string, error) {
 	return tok, nil
 }
 
-func readCapped(rd io.Reader) ([]byte, error) {
-	body, err := io.ReadAll(io.LimitReader(rd, maxBody+1))
+func readCapped(rd io.Reader, limit int) ([]byte, error) {
+	if limit <= 0 {
+		limit = maxBody
+	}
+	body, err := io.ReadAll(io.LimitReader(rd, int64(limit)+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(body) > maxBody {
-		return nil, errTooLarge
+	if len(body) > limit {
+		return nil, fmt.Errorf("%w: over %d bytes", errTooLarge, limit)
 	}
 	return body, nil
 }
 
-var errTooLarge = fmt.Errorf("response body larger than %d bytes", maxBody)
+var errTooLarge = errors.New("response body too large")
 
 // apiError builds the error for a non-2xx answer, keeping slurmrestd's
 // own explanation when it sent one.

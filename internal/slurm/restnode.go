@@ -36,6 +36,25 @@ func (r *REST) Node(ctx context.Context, name string) (Node, error) {
 	return n, nil
 }
 
+// Nodes lists every node with GET /slurm/vX/nodes/ on the read version,
+// which 22.05's v0.0.38 serves too.
+func (r *REST) Nodes(ctx context.Context) ([]Node, error) {
+	v, err := r.discover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req := request{method: "GET", path: "/slurm/" + v.read + "/nodes/", limit: maxListBody}
+	body, err := r.call(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := allNodes(body)
+	if err != nil {
+		return nil, fmt.Errorf("slurmrestd %s %s: %w", req.method, req.path, err)
+	}
+	return ns, nil
+}
+
 // Drain sets DRAIN with reason.
 func (r *REST) Drain(ctx context.Context, name, reason string) error {
 	if err := checkReason(reason); err != nil {

@@ -3,6 +3,7 @@ package slurm
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -142,4 +143,43 @@ func pickNode(body []byte, name string) (Node, error) {
 		}
 	}
 	return Node{}, fmt.Errorf("%w: %s (response has %d nodes)", ErrNodeNotFound, name, len(resp.Nodes))
+}
+
+// allNodes converts a whole node list. One node that cannot be read fails
+// the list: a count that silently skipped nodes would be wrong, and the
+// caller (the storm guard) must then not act on it.
+func allNodes(body []byte) ([]Node, error) {
+	var resp nodesResponse
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return nil, fmt.Errorf("decode nodes: %w", err)
+	}
+	if len(resp.Nodes) == 0 {
+		return nil, errors.New("no nodes in the answer")
+	}
+	out := make([]Node, 0, len(resp.Nodes))
+	seen := make(map[string]bool, len(resp.Nodes))
+	for _, rn := range resp.Nodes {
+		n, err := rn.toNode()
+		if err != nil {
+			return nil, err
+		}
+		if err := addListed(seen, n.Name); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// addListed refuses an unnamed or repeated node in a list, either of which
+// would make a count wrong.
+func addListed(seen map[string]bool, name string) error {
+	if name == "" {
+		return errors.New("a node without a name")
+	}
+	if seen[name] {
+		return fmt.Errorf("node %q listed twice", name)
+	}
+	seen[name] = true
+	return nil
 }

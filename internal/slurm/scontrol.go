@@ -18,6 +18,10 @@ const DefaultScontrol = "/usr/bin/scontrol"
 // maxOutput caps what we keep of scontrol's stdout and stderr.
 const maxOutput = 1 << 20
 
+// maxListOutput caps `scontrol -o show nodes`: about 1 KB a node, so
+// 64 MiB is some 60,000 nodes.
+const maxListOutput = 64 << 20
+
 // Scontrol drives a node by running scontrol, which works with every Slurm
 // release. It runs the binary directly with an argument vector: no shell
 // ever sees a node name or reason.
@@ -80,6 +84,19 @@ func (s *Scontrol) Node(ctx context.Context, name string) (Node, error) {
 	return n, nil
 }
 
+// Nodes lists every node with `scontrol -o show nodes`, one line each.
+func (s *Scontrol) Nodes(ctx context.Context) ([]Node, error) {
+	out, err := s.runCapped(ctx, maxListOutput, "-o", "show", "nodes")
+	if err != nil {
+		return nil, err
+	}
+	ns, err := parseShowNodes(out, s.loc)
+	if err != nil {
+		return nil, fmt.Errorf("scontrol show nodes: %w", err)
+	}
+	return ns, nil
+}
+
 // Drain runs `scontrol update NodeName=NAME State=DRAIN Reason=REASON`,
 // the reason being one argument however many spaces it holds.
 func (s *Scontrol) Drain(ctx context.Context, name, reason string) error {
@@ -105,6 +122,12 @@ func (s *Scontrol) Resume(ctx context.Context, name string) error {
 // run executes scontrol under the timeout and returns its stdout; a
 // failure carries scontrol's stderr, which says what Slurm objected to.
 func (s *Scontrol) run(ctx context.Context, args ...string) ([]byte, error) {
+	return s.runCapped(ctx, maxOutput, args...)
+}
+
+// runCapped is run keeping at most limit bytes of stdout. Output beyond it
+// is an error, never a silently shortened answer.
+func (s *Scontrol) runCapped(ctx context.Context, limit int, args ...string) ([]byte, error) {
 	if s.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.timeout)
@@ -115,12 +138,15 @@ func (s *Scontrol) run(ctx context.Context, args ...string) ([]byte, error) {
 	cmd.Dir = "/" // slurmd's working directory is not ours to depend on
 	// A child that keeps the pipes open must not hang us after a kill.
 	cmd.WaitDelay = time.Second
-	var stdout, stderr capped
+	stdout, stderr := capped{limit: limit}, capped{limit: maxOutput}
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	s.calls.Add(1)
 	err := cmd.Run()
 	if err != nil {
 		return nil, s.runError(ctx, args, err, stdout.String(), stderr.String())
+	}
+	if stdout.cut {
+		return nil, fmt.Errorf("%s %s: output over %d bytes", s.path, strings.Join(quoteArgs(args), " "), limit)
 	}
 	return stdout.Bytes(), nil
 }
@@ -196,17 +222,25 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// capped is a buffer that keeps the first maxOutput bytes and drops the
-// rest, so a runaway child cannot exhaust our memory.
-type capped struct{ bytes.Buffer }
+// capped is a buffer that keeps the first limit bytes and drops the rest,
+// so a runaway child cannot exhaust our memory; cut says it dropped some.
+// The buffer is a field, not embedded: an embedded bytes.Buffer would lend
+// capped its ReadFrom, and io.Copy would use that and bypass the cap.
+type capped struct {
+	buf   bytes.Buffer
+	limit int
+	cut   bool
+}
 
 func (c *capped) Write(p []byte) (int, error) {
-	if room := maxOutput - c.Len(); room > 0 {
-		if len(p) > room {
-			c.Buffer.Write(p[:room])
-		} else {
-			c.Buffer.Write(p)
-		}
+	n := len(p)
+	if room := c.limit - c.buf.Len(); n > room {
+		c.cut = true
+		p = p[:max(room, 0)]
 	}
-	return len(p), nil
+	c.buf.Write(p)
+	return n, nil // the rest is drained, not refused: the child must not block
 }
+
+func (c *capped) Bytes() []byte  { return c.buf.Bytes() }
+func (c *capped) String() string { return c.buf.String() }

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -27,23 +28,73 @@ func parseShowNode(out []byte, name string, loc *time.Location) (Node, error) {
 	if err != nil {
 		return Node{}, err
 	}
+	n, err := parseNodeLine(line, loc)
+	if err != nil {
+		return Node{}, err
+	}
+	if n.Name != name {
+		return Node{}, fmt.Errorf("output is for node %q, want %q", n.Name, name)
+	}
+	return n, nil
+}
+
+// parseShowNodes reads `scontrol -o show nodes`: one line per node, each
+// read as parseShowNode reads its one line. A line that does not start
+// with NodeName= continues the previous one: it can only come from a
+// reason holding a newline (slurmctld stores what an admin typed), and
+// refusing the whole list for it would stop every drain in the cluster.
+func parseShowNodes(out []byte, loc *time.Location) ([]Node, error) {
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		l = strings.TrimRight(l, "\r ")
+		switch {
+		case l == "":
+		case strings.HasPrefix(l, "NodeName="):
+			lines = append(lines, l)
+		case len(lines) == 0:
+			return nil, fmt.Errorf("output does not start with NodeName=: %.80q", l)
+		default:
+			lines[len(lines)-1] += " " + l
+		}
+	}
+	if len(lines) == 0 {
+		return nil, errors.New("no nodes in the output")
+	}
+	nodes := make([]Node, 0, len(lines))
+	seen := make(map[string]bool, len(lines))
+	for _, l := range lines {
+		n, err := parseNodeLine(l, loc)
+		if err != nil {
+			return nil, err
+		}
+		if err := addListed(seen, n.Name); err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes, nil
+}
+
+// parseNodeLine reads one NodeName= line.
+func parseNodeLine(line string, loc *time.Location) (Node, error) {
 	head, reason, hasReason := splitReason(line)
 	fields := headFields(head)
-	if got := fields["NodeName"]; got != name {
-		return Node{}, fmt.Errorf("output is for node %q, want %q", got, name)
+	name := fields["NodeName"]
+	if name == "" {
+		return Node{}, fmt.Errorf("no NodeName= in %.80q", line)
 	}
 	stateStr, ok := fields["State"]
 	if !ok {
-		return Node{}, fmt.Errorf("no State= in output")
+		return Node{}, fmt.Errorf("node %q: no State= in output", name)
 	}
 	state, err := normalizeState(strings.Split(stateStr, "+"))
 	if err != nil {
-		return Node{}, err
+		return Node{}, fmt.Errorf("node %q: %w", name, err)
 	}
 	n := Node{Name: name, State: state}
 	if hasReason {
 		if err := parseReason(reason, loc, &n); err != nil {
-			return Node{}, err
+			return Node{}, fmt.Errorf("node %q: %w", name, err)
 		}
 	}
 	return n, nil

@@ -1,0 +1,155 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// The storm guard (design.md §8). A bad config push or a hung shared
+// filesystem makes every node fail at once; draining them all would take
+// the cluster down for a fault that is not theirs. So before draining, the
+// policy counts the other nodes already drained by gpuhc and refuses when
+// the count has reached the limit.
+
+// StormFileName is the guard's cache in the state directory.
+const StormFileName = "storm.json"
+
+// StormFile is the cache path for a state directory.
+func StormFile(stateDir string) string { return filepath.Join(stateDir, StormFileName) }
+
+// stormCount is what one node list showed, as cached in storm.json.
+type stormCount struct {
+	// Node is the node that counted; Drained excludes it.
+	Node string `json:"node"`
+	// Drained is how many other nodes carried DRAIN and a gpuhc reason.
+	Drained int `json:"drained"`
+	// Total is how many nodes the cluster has.
+	Total int       `json:"total"`
+	Time  time.Time `json:"time"`
+}
+
+// stormVerdict is the guard's decision on one drain.
+type stormVerdict struct {
+	count    stormCount
+	limit    int
+	suppress bool
+	cached   bool // the count came from storm.json
+}
+
+// stormOn reports whether any limit is set; with none the guard lists
+// nothing.
+func (e Engine) stormOn() bool {
+	return e.Policy.MaxDrainedFraction > 0 || e.Policy.MaxDrainedNodes > 0
+}
+
+// stormLimit is how many nodes gpuhc may hold drained at once in a cluster
+// of total nodes: the tighter of the two limits, and never below one, so a
+// small cluster can still drain its first failing node.
+func stormLimit(fraction float64, nodes, total int) int {
+	limit := math.MaxInt
+	if nodes > 0 {
+		limit = nodes
+	}
+	if fraction > 0 {
+		// The epsilon keeps 0.1 × 30 at 3, not 2.9999….
+		limit = min(limit, int(math.Floor(fraction*float64(total)+1e-9)))
+	}
+	return max(limit, 1)
+}
+
+// storm decides whether draining this node would exceed the limit. A
+// cached count is only trusted to refuse: a count that would allow the
+// drain is fetched afresh, since in a storm the count grows by the second
+// and a stale one errs towards draining.
+func (e Engine) storm(ctx context.Context, now time.Time) (stormVerdict, error) {
+	if c, ok := e.cachedCount(now); ok {
+		v := e.judge(c)
+		if v.suppress {
+			v.cached = true
+			return v, nil
+		}
+	}
+	nodes, err := e.Ctl.Nodes(ctx)
+	if err != nil {
+		return stormVerdict{}, fmt.Errorf("list nodes: %w", err)
+	}
+	c := stormCount{Node: e.Node, Total: len(nodes), Time: now}
+	for _, n := range nodes {
+		if n.Name != e.Node && n.Drained() && Owned(n.Reason) {
+			c.Drained++
+		}
+	}
+	if c.Total == 0 {
+		return stormVerdict{}, fmt.Errorf("list nodes: Slurm listed no nodes")
+	}
+	// A cache that cannot be written only costs the next run a list call;
+	// an unwritable state directory is reported when the state is saved.
+	_ = e.saveCount(c)
+	return e.judge(c), nil
+}
+
+func (e Engine) judge(c stormCount) stormVerdict {
+	limit := stormLimit(e.Policy.MaxDrainedFraction, e.Policy.MaxDrainedNodes, c.Total)
+	return stormVerdict{count: c, limit: limit, suppress: c.Drained+1 > limit}
+}
+
+// describe is the outcome detail: "12 of 100 nodes already drained by
+// gpuhc (limit 10%, at most 10 nodes); not draining: gpuhc: …".
+func (e Engine) describe(v stormVerdict, reason string, now time.Time) string {
+	var lim []string
+	if f := e.Policy.MaxDrainedFraction; f > 0 {
+		lim = append(lim, fmt.Sprintf("%.4g%%", f*100))
+	}
+	if n := e.Policy.MaxDrainedNodes; n > 0 {
+		lim = append(lim, fmt.Sprintf("%d nodes", n))
+	}
+	unit := "nodes"
+	if v.limit == 1 {
+		unit = "node"
+	}
+	s := fmt.Sprintf("%d of %d nodes already drained by gpuhc (limit %s, at most %d %s)",
+		v.count.Drained, v.count.Total, strings.Join(lim, " and "), v.limit, unit)
+	if v.cached {
+		s += fmt.Sprintf(", counted %s ago", now.Sub(v.count.Time).Round(time.Second))
+	}
+	return s + "; not draining: " + reason
+}
+
+// cachedCount reads storm.json if it is this node's, younger than
+// storm_cache and not from the future (a clock step back must not make a
+// count live forever). Anything else, a broken file included, is a miss.
+func (e Engine) cachedCount(now time.Time) (stormCount, bool) {
+	ttl := e.Policy.StormCache.Duration
+	if e.StormFile == "" || ttl <= 0 {
+		return stormCount{}, false
+	}
+	b, err := os.ReadFile(e.StormFile)
+	if err != nil {
+		return stormCount{}, false
+	}
+	var c stormCount
+	if json.Unmarshal(b, &c) != nil || c.Node != e.Node || c.Total <= 0 || c.Drained < 0 {
+		return stormCount{}, false
+	}
+	if age := now.Sub(c.Time); age < 0 || age >= ttl {
+		return stormCount{}, false
+	}
+	return c, true
+}
+
+func (e Engine) saveCount(c stormCount) error {
+	if e.StormFile == "" || e.Policy.StormCache.Duration <= 0 {
+		return nil
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(e.StormFile, append(b, '\n'), ".storm-*.json")
+}
