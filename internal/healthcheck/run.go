@@ -170,7 +170,7 @@ func (p Program) printOutcome(out policy.Outcome, ctl slurm.Controller, calls in
 		line += ": " + out.Detail
 	}
 	via := ""
-	if calls > 0 {
+	if calls > 0 && out.Kind != policy.Failed {
 		via = " via " + ctl.Backend()
 	}
 	fmt.Fprintf(p.Stdout, "%s [%d Slurm calls%s]\n", line, calls, via)

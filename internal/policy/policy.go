@@ -24,6 +24,8 @@ const (
 	Released       = "released"
 	WouldDrain     = "would-drain"
 	WouldResume    = "would-resume"
+	// Failed means the policy could not act (Slurm unreachable, ...).
+	Failed = "error"
 	// DrainSuppressed: the node should be drained, but the storm guard
 	// refused because too many nodes are already drained by gpuhc.
 	DrainSuppressed = "drain-suppressed"
@@ -85,6 +87,7 @@ func (e Engine) Apply(ctx context.Context, results []check.Result, prev State) (
 	}
 	run.Outcome = out
 	if err != nil {
+		run.Outcome = Outcome{Failed, err.Error()}
 		run.State = prev.Clone()
 		run.State.Last = st.Last
 		return run, err

@@ -214,6 +214,9 @@ func TestApplyDrainErrorKeepsState(t *testing.T) {
 	if run.State.Drained != nil {
 		t.Errorf("a failed drain must not be recorded as ours: %+v", run.State)
 	}
+	if run.Outcome.Kind != Failed || !strings.Contains(run.Outcome.Detail, "slurmctld unreachable") {
+		t.Errorf("outcome %+v", run.Outcome)
+	}
 	if run.State.Last["host.mounts//scratch"] != check.Fail {
 		t.Errorf("transition memory lost: %+v", run.State.Last)
 	}

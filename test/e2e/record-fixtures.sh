@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# Record real slurmrestd and scontrol responses from the test bed into
+# internal/slurm/testdata/{rest,scontrol}/<release>/ (see the README there).
+#
+#   bash test/e2e/record-fixtures.sh          # brings both test beds up, records, tears down
+#   KEEP=1 bash test/e2e/record-fixtures.sh   # leave the test beds running
+#
+# REST bodies are stored byte-exact as received, one file per case named
+# <case>.<http status>.json (an empty body gives an empty file).
+# scontrol cases are stored as <case>.txt (stdout), <case>.stderr.txt and
+# <case>.exit (the exit status).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+# shellcheck source=testbed.sh
+source "$HERE/testbed.sh"
+
+OUT=${GPUHC_FIXTURES_OUT:-$REPO/internal/slurm/testdata}
+REASON='gpuhc: host.mounts: /scratch: not mounted'
+FOREIGN='maintenance'
+DOWNREASON='gpuhc-e2e: slurmd stopped'
+
+[[ $(id -u) == 0 ]] || die "run as root"
+
+# One e2e run or recording at a time: they share ports, paths and the chroot.
+mkdir -p "$E2E_DIR"
+exec 9>"$E2E_DIR/.lock"
+flock -n 9 || { echo "$(basename "$0"): another e2e run or recording is in progress ($E2E_DIR/.lock)" >&2; exit 2; }
+
+cleanup() {
+	local rc=$?
+	if [[ ${KEEP:-} != 1 ]]; then
+		bash "$HERE/testbed.sh" down || true
+	fi
+	exit $rc
+}
+trap cleanup EXIT
+
+bash "$HERE/testbed.sh" up
+
+# ------------------------------------------------------------------ helpers
+
+# rec DIR CASE METHOD URL TOKEN [BODY]: one request, body saved as DIR/CASE.<code>.json
+rec() {
+	local dir=$1 case=$2 method=$3 url=$4 token=$5 body=${6:-} code tmp
+	mkdir -p "$dir"
+	rm -f "$dir/$case".*.json
+	tmp=$(mktemp)
+	local args=(-s -o "$tmp" -w '%{http_code} %{time_total}' --max-time 90 -X "$method") out secs
+	[[ $token != none ]] && args+=(-H "X-SLURM-USER-NAME: slurm" -H "X-SLURM-USER-TOKEN: $token")
+	[[ -n $body ]] && args+=(-H "Content-Type: ${CTYPE:-application/json}" --data-binary "$body")
+	out=$(curl "${args[@]}" "$url") || true
+	read -r code secs <<<"$out"
+	[[ -n $code ]] || code=000
+	mv "$tmp" "$dir/$case.$code.json"
+	chmod 0644 "$dir/$case.$code.json"
+	printf '  %-28s %s %s -> %s (%s bytes, %ss)\n' "$case" "$method" "${url#http://127.0.0.1:*/}" "$code" "$(stat -c %s "$dir/$case.$code.json")" "${secs:-?}" >&2
+}
+
+# sc DIR CASE CMD...: run an scontrol (or other) command, keep stdout/stderr/exit.
+sc() {
+	local dir=$1 case=$2 rc=0; shift 2
+	mkdir -p "$dir"
+	"$@" >"$dir/$case.txt" 2>"$dir/$case.stderr.txt" || rc=$?
+	echo "$rc" >"$dir/$case.exit"
+	printf '  %-28s exit %s: %s\n' "$case" "$rc" "${*: -3}" >&2
+}
+
+# responding24 NODE: no NOT_RESPONDING flag (a RESUME sets it for up to a second
+# on 24.11, until slurmctld's next ping reaches the node).
+responding24() { ! s24 scontrol show node -o "$1" | grep -q 'State=[^ ]*NOT_RESPONDING'; }
+responding22() { ! scontrol show node -o "$1" | grep -q 'State=[^ ]*NOT_RESPONDING'; }
+
+# ------------------------------------------------------------------ 22.05
+
+record22() {
+	local rel=slurm-22.05 v=v0.0.38 node=$S22_NODE
+	local url=http://127.0.0.1:$S22_REST_PORT base tok
+	local rd=$OUT/rest/$rel sd=$OUT/scontrol/$rel
+	base=$url/slurm/$v
+	tok=$(cat "$S22_TOKEN")
+	rm -rf "$rd" "$sd"
+	log "recording $rel"
+	export SLURM_CONF=$S22_CONF
+
+	rec "$rd" openapi GET "$url/openapi/v3" "$tok"
+	rec "$rd" openapi_noauth GET "$url/openapi/v3" none
+	rec "$rd" openapi_badtoken GET "$url/openapi/v3" "${tok%?????}XXXXX"
+	rec "$rd/$v" ping GET "$base/ping" "$tok"
+	rec "$rd/$v" node_idle GET "$base/node/$node" "$tok"
+	rec "$rd/$v" nodes_idle GET "$base/nodes" "$tok"
+	sc "$sd" show_node_idle scontrol show node -o "$node"
+	sc "$sd" json_show_node_idle scontrol --json show node "$node"
+
+	sc "$sd" update_drain scontrol update NodeName="$node" State=DRAIN Reason="$REASON"
+	rec "$rd/$v" node_drained GET "$base/node/$node" "$tok"
+	sc "$sd" show_node_drained scontrol show node -o "$node"
+	sc "$sd" update_resume scontrol update NodeName="$node" State=RESUME
+	rec "$rd/$v" node_resumed GET "$base/node/$node" "$tok"
+	sc "$sd" show_node_resumed scontrol show node -o "$node"
+	wait_for 20 "$node responding" responding22 "$node"
+
+	scontrol update NodeName="$node" State=DRAIN Reason="$FOREIGN"
+	rec "$rd/$v" node_foreign_drain GET "$base/node/$node" "$tok"
+	sc "$sd" show_node_foreign scontrol show node -o "$node"
+	scontrol update NodeName="$node" State=RESUME
+	wait_for 20 "$node responding" responding22 "$node"
+
+	rec "$rd/$v" node_unknown GET "$base/node/nosuchnode" "$tok"
+	sc "$sd" show_node_unknown scontrol show node -o nosuchnode
+	sc "$sd" update_unknown_node scontrol update NodeName=nosuchnode State=DRAIN Reason="$REASON"
+	sc "$sd" update_bad_state scontrol update NodeName="$node" State=BOGUS
+	rec "$rd/$v" post_drain POST "$base/node/$node" "$tok" "{\"state\":[\"DRAIN\"],\"reason\":\"$REASON\"}"
+	rec "$rd/$v" post_bad_state POST "$base/node/$node" "$tok" '{"state":["BOGUS"]}'
+	rec "$rd/$v" unauthorized GET "$base/node/$node" "${tok%?????}XXXXX"
+	rec "$rd/$v" unauthorized_ping GET "$base/ping" "${tok%?????}XXXXX"
+
+	# down: stop slurmd, mark DOWN
+	stop slurmd22
+	scontrol update NodeName="$node" State=DOWN Reason="$DOWNREASON"
+	rec "$rd/$v" node_down GET "$base/node/$node" "$tok"
+	sc "$sd" show_node_down scontrol show node -o "$node"
+
+	# slurmctld stopped
+	stop slurmctld22
+	rec "$rd/$v" ctld_down GET "$base/node/$node" "$tok"
+	rec "$rd/$v" ping_ctld_down GET "$base/ping" "$tok"
+	sc "$sd" show_node_ctld_down scontrol show node -o "$node"
+	sc "$sd" update_ctld_down scontrol update NodeName="$node" State=DRAIN Reason="$REASON"
+	start slurmctld22 "$E2E_DIR/slurmctld22.out" /usr/sbin/slurmctld -D -f "$S22_CONF"
+	wait_for 30 "slurmctld 22.05" scontrol ping || { dump_logs22; die "slurmctld 22.05 did not restart"; }
+	start slurmd22 "$E2E_DIR/slurmd22.out" /usr/sbin/slurmd -D -f "$S22_CONF" -N "$S22_NODE"
+	scontrol update NodeName="$node" State=RESUME || true
+	wait_for 45 "node $node idle" node22_idle || { dump_logs22; die "node $node did not come back"; }
+	scontrol --version >"$sd/VERSION"
+	unset SLURM_CONF
+}
+
+# ------------------------------------------------------------------ 24.11
+
+record24() {
+	local rel=slurm-24.11 node=gpu001 url=http://127.0.0.1:$S24_REST_PORT tok v base rd sd
+	rd=$OUT/rest/$rel; sd=$OUT/scontrol/$rel
+	tok=$(cat "$S24_TOKEN")
+	rm -rf "$rd" "$sd"
+	log "recording $rel"
+	local versions=(v0.0.40 v0.0.41 v0.0.42)
+
+	rec "$rd" openapi GET "$url/openapi/v3" "$tok"
+	rec "$rd" openapi_noauth GET "$url/openapi/v3" none
+	rec "$rd" openapi_badtoken GET "$url/openapi/v3" "${tok%?????}XXXXX"
+	for v in "${versions[@]}"; do
+		base=$url/slurm/$v
+		rec "$rd/$v" ping GET "$base/ping" "$tok"
+		rec "$rd/$v" node_idle GET "$base/node/$node" "$tok"
+		rec "$rd/$v" nodes_idle GET "$base/nodes" "$tok"
+	done
+	sc "$sd" show_node_idle s24 scontrol show node -o "$node"
+	sc "$sd" json_show_node_idle s24 scontrol --json show node "$node"
+
+	for v in "${versions[@]}"; do
+		base=$url/slurm/$v
+		rec "$rd/$v" post_drain POST "$base/node/$node" "$tok" "{\"state\":[\"DRAIN\"],\"reason\":\"$REASON\"}"
+		rec "$rd/$v" node_drained GET "$base/node/$node" "$tok"
+		[[ $v == v0.0.42 ]] && {
+			sc "$sd" show_node_drained s24 scontrol show node -o "$node"
+			sc "$sd" json_show_node_drained s24 scontrol --json show node "$node"
+		}
+		rec "$rd/$v" post_resume POST "$base/node/$node" "$tok" '{"state":["RESUME"]}'
+		rec "$rd/$v" node_resumed GET "$base/node/$node" "$tok"
+		[[ $v == v0.0.42 ]] && {
+			sc "$sd" show_node_resumed s24 scontrol show node -o "$node"
+			sc "$sd" json_show_node_resumed s24 scontrol --json show node "$node"
+		}
+		wait_for 20 "$node responding" responding24 "$node"
+		rec "$rd/$v" node_resumed_settled GET "$base/node/$node" "$tok"
+		[[ $v == v0.0.42 ]] && sc "$sd" show_node_resumed_settled s24 scontrol show node -o "$node"
+		s24 scontrol update NodeName="$node" State=DRAIN Reason="$FOREIGN"
+		rec "$rd/$v" node_foreign_drain GET "$base/node/$node" "$tok"
+		[[ $v == v0.0.42 ]] && {
+			sc "$sd" show_node_foreign s24 scontrol show node -o "$node"
+			sc "$sd" json_show_node_foreign s24 scontrol --json show node "$node"
+		}
+		s24 scontrol update NodeName="$node" State=RESUME
+		wait_for 20 "$node responding" responding24 "$node"
+		rec "$rd/$v" node_unknown GET "$base/node/nosuchnode" "$tok"
+		rec "$rd/$v" post_bad_state POST "$base/node/$node" "$tok" '{"state":["BOGUS"]}'
+		rec "$rd/$v" post_unknown_node POST "$base/node/nosuchnode" "$tok" "{\"state\":[\"DRAIN\"],\"reason\":\"$REASON\"}"
+		rec "$rd/$v" unauthorized GET "$base/node/$node" "${tok%?????}XXXXX"
+		rec "$rd/$v" unauthorized_ping GET "$base/ping" "${tok%?????}XXXXX"
+		rec "$rd/$v" post_unauthorized POST "$base/node/$node" "${tok%?????}XXXXX" "{\"state\":[\"DRAIN\"],\"reason\":\"$REASON\"}"
+	done
+	# v0.0.42 only: a POST without Content-Type: application/json, a DRAIN without reason
+	CTYPE=application/x-www-form-urlencoded rec "$rd/v0.0.42" post_form_content_type POST "$url/slurm/v0.0.42/node/$node" "$tok" "{\"state\":[\"DRAIN\"],\"reason\":\"$REASON\"}"
+	rec "$rd/v0.0.42" post_drain_no_reason POST "$url/slurm/v0.0.42/node/$node" "$tok" '{"state":["DRAIN"]}'
+	rec "$rd/v0.0.42" node_drained_no_reason GET "$url/slurm/v0.0.42/node/$node" "$tok"
+	s24 scontrol update NodeName="$node" State=RESUME
+	wait_for 20 "$node responding" responding24 "$node"
+	sc "$sd" show_node_unknown s24 scontrol show node -o nosuchnode
+	sc "$sd" json_show_node_unknown s24 scontrol --json show node nosuchnode
+	sc "$sd" update_drain s24 scontrol update NodeName="$node" State=DRAIN Reason="$REASON"
+	sc "$sd" update_resume s24 scontrol update NodeName="$node" State=RESUME
+	wait_for 20 "$node responding" responding24 "$node"
+	sc "$sd" update_unknown_node s24 scontrol update NodeName=nosuchnode State=DRAIN Reason="$REASON"
+	sc "$sd" update_bad_state s24 scontrol update NodeName="$node" State=BOGUS
+
+	# a mixed cluster for listing / storm-guard counting: gpu002 ours, gpu003 foreign
+	s24 scontrol update NodeName=gpu002 State=DRAIN Reason="$REASON"
+	s24 scontrol update NodeName=gpu003 State=DRAIN Reason="$FOREIGN"
+	for v in "${versions[@]}"; do rec "$rd/$v" nodes_mixed GET "$url/slurm/$v/nodes" "$tok"; done
+	sc "$sd" show_nodes_mixed s24 scontrol show node -o
+	s24 scontrol update NodeName=gpu002,gpu003 State=RESUME
+
+	# down: stop gpu004's slurmd, mark it DOWN
+	stop slurmd24-gpu004
+	s24 scontrol update NodeName=gpu004 State=DOWN Reason="$DOWNREASON"
+	for v in "${versions[@]}"; do rec "$rd/$v" node_down GET "$url/slurm/$v/node/gpu004" "$tok"; done
+	sc "$sd" show_node_down s24 scontrol show node -o gpu004
+	sc "$sd" json_show_node_down s24 scontrol --json show node gpu004
+
+	# slurmctld stopped
+	stop slurmctld24
+	for v in "${versions[@]}"; do
+		rec "$rd/$v" ctld_down GET "$url/slurm/$v/node/$node" "$tok"
+		rec "$rd/$v" ping_ctld_down GET "$url/slurm/$v/ping" "$tok"
+	done
+	rec "$rd/v0.0.42" post_drain_ctld_down POST "$url/slurm/v0.0.42/node/$node" "$tok" "{\"state\":[\"DRAIN\"],\"reason\":\"$REASON\"}"
+	sc "$sd" show_node_ctld_down s24 scontrol show node -o "$node"
+	sc "$sd" update_ctld_down s24 scontrol update NodeName="$node" State=DRAIN Reason="$REASON"
+	start slurmctld24 "$E2E_DIR/slurmctld24.out" chroot "$ROOT24" /usr/sbin/slurmctld -D
+	wait_for 30 "slurmctld 24.11" s24 scontrol ping || { dump_logs24; die "slurmctld 24.11 did not restart"; }
+	start slurmd24-gpu004 "$E2E_DIR/slurmd24-gpu004.out" chroot "$ROOT24" /usr/sbin/slurmd -D -N gpu004
+	s24 scontrol update NodeName=gpu004 State=RESUME || true
+	wait_for 60 "24.11 nodes idle" nodes24_idle || { dump_logs24; die "24.11 nodes did not come back"; }
+	s24 scontrol --version >"$sd/VERSION"
+}
+
+# ------------------------------------------------------------------ main
+
+t0=$SECONDS
+record22
+record24
+find "$OUT/rest" "$OUT/scontrol" -type f -exec chmod 0644 {} +
+log "fixtures recorded under $OUT in $((SECONDS - t0))s"
