@@ -123,12 +123,19 @@ func (e Engine) drain(ctx context.Context, reason string, st *State, run *Run, n
 	}
 	switch {
 	case n.Drained() && Owned(n.Reason):
-		// Adopt it: after a lost state file the drain must still be
-		// resumed once the node is healthy.
-		if st.Drained == nil || st.Drained.Reason != n.Reason {
-			st.Drained = &Drain{Reason: n.Reason, At: now}
-		}
 		st.Foreign, st.Suppressed = "", ""
+		switch {
+		case st.Drained != nil && st.Drained.Reason == n.Reason:
+		case st.Drained == nil && n.Reason == reason:
+			// The very drain this run would make, with no record of it: a
+			// lost state file. Adopt it so it is resumed once healthy.
+			st.Drained = &Drain{Reason: n.Reason, At: now}
+		default:
+			// A gpuhc reason we did not set (gpuhc-drain by an admin, or a
+			// re-reasoned drain): someone else's to resume.
+			st.Drained = nil
+			return Outcome{AlreadyDrained, n.Reason + " (not set by this node's health check; left alone)"}, nil
+		}
 		return Outcome{AlreadyDrained, n.Reason}, nil
 	case offline(n) && n.Reason != "" && !Owned(n.Reason):
 		// An admin's drain, or slurmctld's own "Not responding": replacing
