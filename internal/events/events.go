@@ -22,6 +22,9 @@ const (
 	KindResume          = "resume"
 	KindDrainSuppressed = "drain-suppressed"
 	KindDrainSkipped    = "drain-skipped" // a foreign drain was left alone
+	// KindHeartbeat records operating hours observed, so nodes that never
+	// fail still count towards MTTF.
+	KindHeartbeat = "heartbeat"
 )
 
 // Event is one line of the log. Field names are the log's schema: readers
@@ -38,8 +41,15 @@ type Event struct {
 	Message   string    `json:"message,omitempty"`
 	Action    string    `json:"action,omitempty"`
 	Backend   string    `json:"backend,omitempty"`
-	JobID     string    `json:"job_id"`
-	BootID    string    `json:"boot_id"`
+	// By is who acted: "healthcheck", or "gpuhc-drain:<user>" for an admin.
+	By string `json:"by,omitempty"`
+	// Hours is the operating time a heartbeat covers.
+	Hours float64 `json:"hours,omitempty"`
+	// Serials are the GPU serials present during a heartbeat, so a GPU
+	// keeps its exposure when moved between nodes.
+	Serials []string `json:"serials,omitempty"`
+	JobID   string   `json:"job_id"`
+	BootID  string   `json:"boot_id"`
 }
 
 // Log appends events to one file; an empty Path turns logging off.
