@@ -3,6 +3,7 @@ package main
 
 import (
 	"os"
+	"time"
 
 	"github.com/gpuhc/gpuhc/internal/healthcheck"
 )
@@ -15,5 +16,6 @@ func main() {
 		Stdout:   os.Stdout,
 		Stderr:   os.Stderr,
 		Exit:     os.Exit,
+		Now:      time.Now,
 	}.Main())
 }

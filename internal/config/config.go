@@ -19,11 +19,12 @@ type Config struct {
 	// set its own timeout.
 	CheckTimeout Duration `toml:"check_timeout"`
 
-	Log    Log    `toml:"log"`
-	Events Events `toml:"events"`
-	Policy Policy `toml:"policy"`
-	Slurm  Slurm  `toml:"slurm"`
-	Checks Checks `toml:"checks"`
+	Log     Log     `toml:"log"`
+	Events  Events  `toml:"events"`
+	Metrics Metrics `toml:"metrics"`
+	Policy  Policy  `toml:"policy"`
+	Slurm   Slurm   `toml:"slurm"`
+	Checks  Checks  `toml:"checks"`
 }
 
 // Log configures logrus output. Text always goes to stderr.
@@ -35,6 +36,21 @@ type Log struct {
 // Events configures the failure event log (design.md §7).
 type Events struct {
 	File string `toml:"file"`
+	// Heartbeat is the least time between two heartbeat events, which
+	// record the operating hours a node has been observed for (MTTF's
+	// numerator). At least MinHeartbeat.
+	Heartbeat Duration `toml:"heartbeat"`
+}
+
+// MinHeartbeat is the shortest heartbeat interval accepted: heartbeats
+// exist for MTTF in hours, and more would only grow the event log.
+const MinHeartbeat = time.Hour
+
+// Metrics configures the Prometheus textfile metrics.
+type Metrics struct {
+	// TextfileDir is node_exporter's --collector.textfile.directory; the
+	// health check writes gpuhc.prom there after every run. Empty: off.
+	TextfileDir string `toml:"textfile_dir"`
 }
 
 // Policy decides when to drain and resume.
@@ -165,7 +181,7 @@ func Default() Config {
 		Deadline:     Duration{45 * time.Second},
 		CheckTimeout: Duration{10 * time.Second},
 		Log:          Log{Level: "info"},
-		Events:       Events{File: "/var/log/gpuhc/events.jsonl"},
+		Events:       Events{File: "/var/log/gpuhc/events.jsonl", Heartbeat: Duration{24 * time.Hour}},
 		Policy: Policy{
 			ResumeAfter: 2, AutoResume: true,
 			MaxDrainedFraction: 0.10, StormCache: Duration{60 * time.Second},

@@ -429,6 +429,8 @@ func TestNodeExpansion(t *testing.T) {
 		`file = "/var/log/gpuhc/%n/log.json"`,
 		`[events]`,
 		`file = "/var/log/gpuhc/%n-events.jsonl"`,
+		`[metrics]`,
+		`textfile_dir = "/var/lib/node_exporter/%n"`,
 		`[[host]]`,
 		`match = "sim2"`,
 		`state_dir = "/srv/%n/state"`,
@@ -437,9 +439,9 @@ func TestNodeExpansion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := []string{c.StateDir, c.LockFile, c.Log.File, c.Events.File, c.Root}
+	got := []string{c.StateDir, c.LockFile, c.Log.File, c.Events.File, c.Metrics.TextfileDir, c.Root}
 	want := []string{"/var/lib/gpuhc/sim1", "/run/gpuhc/sim1.lock", "/var/log/gpuhc/sim1/log.json",
-		"/var/log/gpuhc/sim1-events.jsonl", "/%n"}
+		"/var/log/gpuhc/sim1-events.jsonl", "/var/lib/node_exporter/sim1", "/%n"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
@@ -451,7 +453,8 @@ func TestNodeExpansion(t *testing.T) {
 	if err == nil {
 		t.Fatal("Load with no node name succeeded")
 	}
-	if got := found(t, err, p); !slices.Contains(got, "1 state_dir") || !slices.Contains(got, "7 events.file") {
+	if got := found(t, err, p); !slices.Contains(got, "1 state_dir") || !slices.Contains(got, "7 events.file") ||
+		!slices.Contains(got, "9 metrics.textfile_dir") {
 		t.Errorf("got %q\n%v", got, err)
 	}
 	if _, err := Load(p, "../x"); err == nil {

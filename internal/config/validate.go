@@ -49,6 +49,7 @@ func expandNode(c *Config, node string) []problem {
 	}{
 		{"state_dir", &c.StateDir}, {"lock_file", &c.LockFile},
 		{"events.file", &c.Events.File}, {"log.file", &c.Log.File},
+		{"metrics.textfile_dir", &c.Metrics.TextfileDir},
 	} {
 		if !strings.Contains(*f.v, NodeVar) {
 			continue
@@ -70,6 +71,7 @@ func validate(c Config) []problem {
 	ps.deadline(c.Deadline.Duration)
 	ps.timeout("check_timeout", c.CheckTimeout.Duration, c.Deadline.Duration, false)
 	ps.log(c.Log, c.Events)
+	ps.absPath("metrics.textfile_dir", c.Metrics.TextfileDir, true)
 	ps.policy(c.Policy)
 	ps.slurm(c.Slurm, c.Deadline.Duration)
 	ps.checks(c.Checks, c.Deadline.Duration)
@@ -128,6 +130,9 @@ func (ps *problems) log(l Log, e Events) {
 	}
 	ps.absPath("log.file", l.File, true)
 	ps.absPath("events.file", e.File, true)
+	if e.Heartbeat.Duration < MinHeartbeat {
+		ps.add("events.heartbeat", "must be at least 1h (heartbeats count operating hours), got %s", e.Heartbeat.Duration)
+	}
 }
 
 func (ps *problems) slurm(s Slurm, deadline time.Duration) {

@@ -45,6 +45,12 @@ func TestValidate(t *testing.T) {
 		{"log file relative", func(c *Config) { c.Log.File = "gpuhc.log" }, "log.file", "absolute"},
 		{"events file empty", func(c *Config) { c.Events.File = "" }, "", ""},
 		{"events file relative", func(c *Config) { c.Events.File = "ev.jsonl" }, "events.file", "absolute"},
+		{"heartbeat 1h", func(c *Config) { c.Events.Heartbeat = sec(3600) }, "", ""},
+		{"heartbeat under 1h", func(c *Config) { c.Events.Heartbeat = sec(3599) }, "events.heartbeat", "at least 1h"},
+		{"heartbeat zero", func(c *Config) { c.Events.Heartbeat = sec(0) }, "events.heartbeat", "at least 1h"},
+		{"metrics off", func(c *Config) { c.Metrics.TextfileDir = "" }, "", ""},
+		{"metrics dir", func(c *Config) { c.Metrics.TextfileDir = "/var/lib/node_exporter/textfile" }, "", ""},
+		{"metrics dir relative", func(c *Config) { c.Metrics.TextfileDir = "textfile" }, "metrics.textfile_dir", "absolute"},
 		{"resume_after zero", func(c *Config) { c.Policy.ResumeAfter = 0 }, "policy.resume_after", "at least 1"},
 		{"resume_after one", func(c *Config) { c.Policy.ResumeAfter = 1 }, "", ""},
 		{"max_drained_fraction off", func(c *Config) { c.Policy.MaxDrainedFraction = 0 }, "", ""},
@@ -149,6 +155,13 @@ func TestValidationLines(t *testing.T) {
 	}
 	if got := found(t, err, p); !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q\n%v", got, want, err)
+	}
+}
+
+func TestEventsAndMetricsDefaults(t *testing.T) {
+	c := Default()
+	if c.Events.Heartbeat.Duration != 24*time.Hour || c.Metrics.TextfileDir != "" {
+		t.Errorf("defaults: heartbeat %s, metrics.textfile_dir %q", c.Events.Heartbeat.Duration, c.Metrics.TextfileDir)
 	}
 }
 

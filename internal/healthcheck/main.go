@@ -35,6 +35,9 @@ type Program struct {
 	Stderr   io.Writer
 	// Exit is called by the watchdog if a run overstays; os.Exit in main.
 	Exit func(int)
+	// Now is the clock for the policy, events, heartbeats and metrics;
+	// time.Now in main, and when nil.
+	Now func() time.Time
 }
 
 type options struct {

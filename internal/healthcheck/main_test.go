@@ -2,6 +2,7 @@ package healthcheck
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/lock"
+	"github.com/gpuhc/gpuhc/internal/metrics/promtest"
 )
 
 // bed is a node in a temp dir: a fixture root, a config, and a stand-in
@@ -68,6 +70,8 @@ state_dir = %q
 lock_file = %q
 [events]
 file = %q
+[metrics]
+textfile_dir = %q
 [slurm]
 scontrol = %q
 [checks.modules]
@@ -79,7 +83,7 @@ enabled = false
 [checks.cpu]
 enabled = false
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), filepath.Join(dir, "hc.lock"),
-		filepath.Join(dir, "events.jsonl"), sc, required)
+		filepath.Join(dir, "events.jsonl"), filepath.Join(dir, "textfile"), sc, required)
 	must(t, os.WriteFile(b.cfg, []byte(cfg), 0o644))
 	return b
 }
@@ -93,6 +97,12 @@ func must(t *testing.T, err error) {
 
 func (b bed) run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return b.runAt(t, time.Time{}, args...)
+}
+
+// runAt runs with the clock stopped at now (the real clock if zero).
+func (b bed) runAt(t *testing.T, now time.Time, args ...string) (int, string, string) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	p := Program{
 		Args:     append([]string{"--config", b.cfg}, args...),
@@ -100,6 +110,9 @@ func (b bed) run(t *testing.T, args ...string) (int, string, string) {
 		Hostname: func() (string, error) { return "", errors.New("no host name in tests") },
 		Stdout:   &out, Stderr: &errb,
 		Exit: func(c int) { t.Fatalf("watchdog fired with %d", c) },
+	}
+	if !now.IsZero() {
+		p.Now = func() time.Time { return now }
 	}
 	return p.Main(), out.String(), errb.String()
 }
@@ -181,7 +194,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	if b.callLog(t) != nil {
 		t.Errorf("dry run called Slurm: %q", b.callLog(t))
 	}
-	for _, f := range []string{"events.jsonl", "state/policy.gpu007.json"} {
+	for _, f := range []string{"events.jsonl", "state/policy.gpu007.json", "state/history.gpu007.json", "textfile"} {
 		if _, err := os.Stat(filepath.Join(b.dir, f)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("dry run wrote %s", f)
 		}
@@ -264,6 +277,12 @@ func TestStuckRunDrains(t *testing.T) {
 	if len(calls) != 3 || !strings.Contains(calls[2], "State=DRAIN|Reason=gpuhc: healthcheck: host: previous run (pid 4242) stuck for 10m") {
 		t.Errorf("calls %q", calls)
 	}
+	// The metrics show the stuck run, and no check durations: none ran.
+	d := b.readMetrics(t)
+	if st := status(t, d, "healthcheck", "host"); st != "FAIL" || value(t, d, "gpuhc_drained") != 1 ||
+		value(t, d, "gpuhc_failures_total", "check", "healthcheck") != 1 || len(d.Samples("gpuhc_check_duration_seconds")) != 0 {
+		t.Errorf("metrics of a stuck run: %+v", d.Families)
+	}
 }
 
 // A storm: 3 of the 10 other nodes are drained by gpuhc already, so with
@@ -319,5 +338,227 @@ func TestStormGuardSuppressesDrain(t *testing.T) {
 	ev, _ = os.ReadFile(filepath.Join(b.dir, "events.jsonl"))
 	if n := strings.Count(string(ev), `"kind":"drain-suppressed"`); n != 1 {
 		t.Errorf("second run recorded the refusal again: %s", ev)
+	}
+}
+
+// readMetrics parses the bed's gpuhc.prom with the strict parser.
+func (b bed) readMetrics(t *testing.T) *promtest.Doc {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(b.dir, "textfile", "gpuhc.prom"))
+	must(t, err)
+	d, err := promtest.Parse(data)
+	if err != nil {
+		t.Fatalf("gpuhc.prom is not valid exposition format: %v\n%s", err, data)
+	}
+	return d
+}
+
+// status returns the status set to 1 for a component, and fails the test
+// unless exactly one of its five series is 1 and the others 0.
+func status(t *testing.T, d *promtest.Doc, chk, component string) string {
+	t.Helper()
+	on := ""
+	for _, st := range []string{"OK", "WARN", "FAIL", "ERROR", "SKIP"} {
+		v, ok := d.Value("gpuhc_check_status", "check", chk, "component", component, "status", st)
+		switch {
+		case !ok:
+			t.Fatalf("no %s series for %s/%s", st, chk, component)
+		case v == 1 && on == "":
+			on = st
+		case v != 0:
+			t.Fatalf("%s/%s: %s is %v (already %q)", chk, component, st, v, on)
+		}
+	}
+	return on
+}
+
+func value(t *testing.T, d *promtest.Doc, name string, labels ...string) float64 {
+	t.Helper()
+	v, ok := d.Value(name, labels...)
+	if !ok {
+		t.Fatalf("no sample %s%q", name, labels)
+	}
+	return v
+}
+
+func TestMetricsAfterHealthyRun(t *testing.T) {
+	b := newBed(t, nvidiaLoaded, `"nvidia"`)
+	now := time.Date(2026, 11, 30, 6, 0, 0, 500e6, time.UTC)
+	code, out, stderr := b.runAt(t, now)
+	if code != ExitHealthy {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	d := b.readMetrics(t)
+	if st := status(t, d, "host.modules", "nvidia"); st != "OK" {
+		t.Errorf("host.modules/nvidia is %s", st)
+	}
+	for _, s := range d.Samples("gpuhc_check_status") {
+		status(t, d, s.Labels["check"], s.Labels["component"])
+	}
+	if v := value(t, d, "gpuhc_check_duration_seconds", "check", "host.modules"); v < 0 || v > 10 {
+		t.Errorf("duration %v", v)
+	}
+	if v := value(t, d, "gpuhc_failures_total", "check", "host.modules"); v != 0 {
+		t.Errorf("failures_total %v on a node that never failed", v)
+	}
+	if v := value(t, d, "gpuhc_last_run_timestamp_seconds"); v != float64(now.UnixMilli())/1000 {
+		t.Errorf("last run %v, want %v", v, now.Unix())
+	}
+	if v := value(t, d, "gpuhc_drained"); v != 0 {
+		t.Errorf("drained %v", v)
+	}
+	fi, err := os.Stat(filepath.Join(b.dir, "textfile", "gpuhc.prom"))
+	must(t, err)
+	if fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want 0644 for node_exporter", fi.Mode())
+	}
+	if entries, _ := os.ReadDir(filepath.Join(b.dir, "textfile")); len(entries) != 1 {
+		t.Errorf("textfile dir holds %v", entries)
+	}
+	if b.callLog(t) != nil {
+		t.Errorf("metrics made a Slurm call: %q", b.callLog(t))
+	}
+}
+
+// gpuhc_failures_total counts episodes: one per failure, however many
+// runs it lasts, and again after the node was healthy.
+func TestMetricsFailuresCountEpisodes(t *testing.T) {
+	b := newBed(t, "", `"nvidia"`)
+	modules := filepath.Join(b.dir, "root/proc/modules")
+	steps := []struct {
+		name     string
+		modules  string
+		code     int
+		status   string
+		failures float64
+		drained  float64
+	}{
+		{"fails: drained", "", ExitFail, "FAIL", 1, 1},
+		{"still failing", "", ExitFail, "FAIL", 1, 1},
+		{"healthy 1 of 2", nvidiaLoaded, ExitHealthy, "OK", 1, 1},
+		{"healthy 2 of 2: resumed", nvidiaLoaded, ExitHealthy, "OK", 1, 0},
+		{"fails again", "", ExitFail, "FAIL", 2, 1},
+	}
+	for _, s := range steps {
+		must(t, os.WriteFile(modules, []byte(s.modules), 0o644))
+		code, out, _ := b.run(t)
+		if code != s.code {
+			t.Fatalf("%s: exit %d\n%s", s.name, code, out)
+		}
+		d := b.readMetrics(t)
+		if st := status(t, d, "host.modules", "nvidia"); st != s.status {
+			t.Errorf("%s: status %s, want %s", s.name, st, s.status)
+		}
+		if v := value(t, d, "gpuhc_failures_total", "check", "host.modules"); v != s.failures {
+			t.Errorf("%s: failures_total %v, want %v", s.name, v, s.failures)
+		}
+		if v := value(t, d, "gpuhc_drained"); v != s.drained {
+			t.Errorf("%s: drained %v, want %v\n%s", s.name, v, s.drained, out)
+		}
+	}
+}
+
+// A metrics file that cannot be written is logged; the exit code and the
+// drain are the same as without metrics.
+func TestMetricsWriteFailureChangesNothing(t *testing.T) {
+	b := newBed(t, "", `"nvidia"`)
+	blocker := filepath.Join(b.dir, "blocker")
+	must(t, os.WriteFile(blocker, nil, 0o644))
+	data, err := os.ReadFile(b.cfg)
+	must(t, err)
+	cfg := strings.Replace(string(data), filepath.Join(b.dir, "textfile"), filepath.Join(blocker, "textfile"), 1)
+	must(t, os.WriteFile(b.cfg, []byte(cfg), 0o644))
+
+	code, out, stderr := b.run(t)
+	if code != ExitFail || !strings.Contains(out, "policy: drained: ") {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	if !regexp.MustCompile(`level=error msg="metrics not written"`).MatchString(stderr) {
+		t.Errorf("failure not logged:\n%s", stderr)
+	}
+	must(t, os.WriteFile(filepath.Join(b.dir, "root/proc/modules"), []byte(nvidiaLoaded), 0o644))
+	if code, out, _ := b.run(t); code != ExitHealthy {
+		t.Errorf("healthy run with unwritable metrics: exit %d\n%s", code, out)
+	}
+}
+
+type heartbeatEvent struct {
+	Time   time.Time `json:"time"`
+	Kind   string    `json:"kind"`
+	Node   string    `json:"node"`
+	By     string    `json:"by"`
+	Hours  float64   `json:"hours"`
+	BootID string    `json:"boot_id"`
+}
+
+func (b bed) heartbeats(t *testing.T) []heartbeatEvent {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(b.dir, "events.jsonl"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	must(t, err)
+	var out []heartbeatEvent
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var ev heartbeatEvent
+		must(t, json.Unmarshal([]byte(line), &ev))
+		if ev.Kind == "heartbeat" {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// Heartbeats come at most once per events.heartbeat (24h), with the
+// operating hours since the previous one: the gaps between runs, each
+// counted for at most an hour, so a week powered off adds one hour.
+func TestHeartbeat(t *testing.T) {
+	b := newBed(t, nvidiaLoaded, `"nvidia"`)
+	const bootID = "6f4c1a52-0d7e-4b8e-9a51-3c2d1e0f9a87"
+	must(t, os.MkdirAll(filepath.Join(b.dir, "root/proc/sys/kernel/random"), 0o755))
+	must(t, os.WriteFile(filepath.Join(b.dir, "root/proc/sys/kernel/random/boot_id"), []byte(bootID+"\n"), 0o444))
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	const day = 24 * time.Hour
+	steps := []struct {
+		at    time.Duration
+		dry   bool
+		beats int
+		hours float64 // of the newest heartbeat
+	}{
+		{0, false, 0, 0},                // the first run starts the clock and writes no event
+		{10 * time.Minute, false, 0, 0}, // 10m
+		{20 * time.Minute, false, 0, 0}, // 20m
+		{3 * time.Hour, true, 0, 0},     // a dry run neither writes nor moves the clock
+		// Off for a week: the gap counts 1h, so 1h20m; 24h since the
+		// clock started, so a heartbeat.
+		{day * 7, false, 1, 1.3333},
+		{day*7 + 5*time.Minute, false, 1, 0}, // 5m
+		{day*7 + 23*time.Hour, false, 1, 0},  // 1h5m; 23h since the heartbeat: not yet
+		{day * 8, false, 2, 2.0833},          // 2h5m; 24h since the heartbeat
+		{day*8 + 5*time.Minute, false, 2, 0}, // 5m
+	}
+	for i, s := range steps {
+		args := []string{}
+		if s.dry {
+			args = append(args, "--dry-run")
+		}
+		code, out, stderr := b.runAt(t, t0.Add(s.at), args...)
+		if code != ExitHealthy {
+			t.Fatalf("step %d: exit %d\n%s%s", i, code, out, stderr)
+		}
+		beats := b.heartbeats(t)
+		if len(beats) != s.beats {
+			t.Fatalf("step %d (+%s): %d heartbeats, want %d: %+v", i, s.at, len(beats), s.beats, beats)
+		}
+		if s.beats == 0 || s.hours == 0 {
+			continue
+		}
+		hb := beats[len(beats)-1]
+		if hb.Hours != s.hours || !hb.Time.Equal(t0.Add(s.at)) || hb.Node != "gpu007" || hb.By != "healthcheck" || hb.BootID != bootID {
+			t.Errorf("step %d: heartbeat %+v, want %v hours at %s", i, hb, s.hours, t0.Add(s.at))
+		}
+	}
+	if b.callLog(t) != nil {
+		t.Errorf("heartbeats made Slurm calls: %q", b.callLog(t))
 	}
 }

@@ -56,7 +56,7 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 	printTable(p.Stdout, node, results, time.Since(start))
 	logResults(entry, results)
 
-	return p.finish(entry, node, cfg, results, start)
+	return p.finish(entry, node, cfg, timed, results, start)
 }
 
 // stuckAfter is when a lock holder is no longer slow but stuck: every run
@@ -80,26 +80,35 @@ func (p Program) lockHeld(log *logrus.Entry, node string, cfg config.Config, hel
 	}}
 	printTable(p.Stdout, node, results, time.Since(start))
 	logResults(log, results)
-	return p.finish(log, node, cfg, results, start)
+	return p.finish(log, node, cfg, nil, results, start)
 }
 
-// finish applies the policy to the results and returns the exit code.
-func (p Program) finish(entry *logrus.Entry, node string, cfg config.Config, results []check.Result, start time.Time) int {
+// finish applies the policy to the results, keeps the books (heartbeat,
+// metrics) unless this is a dry run, and returns the exit code.
+func (p Program) finish(entry *logrus.Entry, node string, cfg config.Config, timed []check.Timed, results []check.Result, start time.Time) int {
 	code := exitCode(results)
 	// The Slurm calls get whatever is left before the watchdog: a REST call
 	// to a sick slurmctld can take ~10 s before scontrol gets its turn.
 	pctx, pcancel := context.WithDeadline(context.Background(), start.Add(hardLimit(cfg)-2*time.Second))
 	defer pcancel()
-	if err := p.applyPolicy(pctx, entry, node, cfg, results); err != nil {
+	state, err := p.applyPolicy(pctx, entry, node, cfg, results)
+	if err != nil {
 		entry.WithError(err).Error("policy could not act; will retry next run")
 		if code == ExitHealthy {
 			code = ExitInternal
 		}
 	}
+	if !cfg.Policy.DryRun {
+		// After the policy, so nothing here can delay or change a drain.
+		p.record(pctx, entry, node, cfg, timed, results, state.Drained != nil)
+	}
 	return code
 }
 
-func (p Program) applyPolicy(ctx context.Context, log *logrus.Entry, node string, cfg config.Config, results []check.Result) error {
+// applyPolicy drains or resumes as the results require. It returns the
+// policy state as it now stands (what was known before, if it could not
+// act), for the metrics.
+func (p Program) applyPolicy(ctx context.Context, log *logrus.Entry, node string, cfg config.Config, results []check.Result) (policy.State, error) {
 	store := policy.NewStore(cfg.StateDir, node)
 	prev, loadErr := store.Load()
 	if loadErr != nil {
@@ -109,31 +118,31 @@ func (p Program) applyPolicy(ctx context.Context, log *logrus.Entry, node string
 	}
 	ctl, err := slurm.New(cfg.Slurm, slurm.WithLogger(log))
 	if err != nil {
-		return fmt.Errorf("node control: %w", err)
+		return prev, fmt.Errorf("node control: %w", err)
 	}
 	eng := policy.Engine{
 		Node: node, Policy: cfg.Policy, DryRun: cfg.Policy.DryRun, Ctl: ctl,
-		BootID: events.BootID(cfg.Root), StormFile: policy.StormFile(cfg.StateDir),
+		BootID: events.BootID(cfg.Root), StormFile: policy.StormFile(cfg.StateDir), Now: p.now,
 	}
 	run, applyErr := eng.Apply(ctx, results, prev)
 	p.printOutcome(run.Outcome, ctl, ctl.Calls(), cfg.Policy.DryRun)
 	logOutcome(log, run.Outcome, ctl)
 	if cfg.Policy.DryRun {
-		return applyErr
+		return run.State, applyErr
 	}
 	if err := (events.Log{Path: cfg.Events.File}).Append(ctx, run.Events...); err != nil {
 		log.WithError(err).Error("event log")
 	}
 	if loadErr != nil && !errors.Is(loadErr, policy.ErrCorrupt) {
 		// Unreadable (EIO, permissions): do not overwrite what we could not read.
-		return errors.Join(applyErr, loadErr)
+		return run.State, errors.Join(applyErr, loadErr)
 	}
 	if !run.State.Equal(prev) {
 		if err := store.Save(run.State); err != nil {
-			return errors.Join(applyErr, err)
+			return run.State, errors.Join(applyErr, err)
 		}
 	}
-	return applyErr
+	return run.State, applyErr
 }
 
 func exitCode(results []check.Result) int {

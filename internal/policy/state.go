@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/gpuhc/gpuhc/internal/atomicfile"
 	"github.com/gpuhc/gpuhc/internal/check"
 )
 
@@ -101,34 +102,5 @@ func (st Store) Save(s State) error {
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
 	}
-	return writeAtomic(st.Path, append(b, '\n'), ".policy-*.json")
-}
-
-// writeAtomic replaces path with data (temp file in the same directory,
-// fsync, rename), so a crash mid-write leaves the old file, not a torn one.
-func writeAtomic(path string, data []byte, pattern string) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return fmt.Errorf("create state directory: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, pattern)
-	if err != nil {
-		return fmt.Errorf("create temp file for %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("fsync %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp.Name(), err)
-	}
-	return nil
+	return atomicfile.Write(st.Path, append(b, '\n'), atomicfile.State(".policy-*.json"))
 }

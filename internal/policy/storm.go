@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gpuhc/gpuhc/internal/atomicfile"
 )
 
 // The storm guard (design.md §8). A bad config push or a hung shared
@@ -151,5 +153,5 @@ func (e Engine) saveCount(c stormCount) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(e.StormFile, append(b, '\n'), ".storm-*.json")
+	return atomicfile.Write(e.StormFile, append(b, '\n'), atomicfile.State(".storm-*.json"))
 }

@@ -1,0 +1,157 @@
+package healthcheck
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/gpuhc/gpuhc/internal/atomicfile"
+	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/events"
+	"github.com/gpuhc/gpuhc/internal/metrics"
+)
+
+// maxGap is the most operating time one gap between two runs may count.
+//
+// Operating hours (MTTF's numerator) are the sum of the gaps between
+// consecutive runs: slurmd runs the health check every
+// HealthCheckInterval (seconds to minutes in practice) for as long as the
+// node and slurmd are up, so a long gap means they were not. A fixed hour
+// is simpler and sturdier than a cap derived from the observed interval
+// (which a reboot, an admin's runs or a changed interval would skew): it
+// counts every gap of a node checked at least hourly in full, and an
+// outage (powered off for a week, slurmd stopped) adds at most one hour.
+// A site whose HealthCheckInterval exceeds an hour undercounts.
+const maxGap = time.Hour
+
+// history is what the health check remembers between runs besides the
+// policy's state: the heartbeat clock and the FAIL episode counts behind
+// gpuhc_failures_total. It is rewritten after every run that is not a
+// dry run, one small file.
+type history struct {
+	// LastRun is when the previous run finished.
+	LastRun time.Time `json:"last_run"`
+	// LastHeartbeat is when the last heartbeat event was written, or when
+	// the clock started.
+	LastHeartbeat time.Time `json:"last_heartbeat"`
+	// OperatingSeconds is the operating time counted since LastHeartbeat
+	// and not yet reported in a heartbeat.
+	OperatingSeconds float64 `json:"operating_seconds"`
+	// Failures counts FAIL episodes per check.
+	Failures metrics.Episodes `json:"failures"`
+}
+
+// historyFile is node's history in the state directory; like the policy
+// state, one file per node.
+func historyFile(stateDir, node string) string {
+	return filepath.Join(stateDir, "history."+node+".json")
+}
+
+var errHistoryCorrupt = errors.New("corrupt history file")
+
+// loadHistory reads the history; a missing file is a first run.
+func loadHistory(path string) (history, error) {
+	var h history
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return h, nil
+	}
+	if err != nil {
+		return h, fmt.Errorf("read %s: %w", path, err)
+	}
+	if err := json.Unmarshal(b, &h); err != nil {
+		return history{}, fmt.Errorf("%w %s: %v", errHistoryCorrupt, path, err)
+	}
+	return h, nil
+}
+
+// saveHistory replaces the file atomically.
+func saveHistory(path string, h history) error {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return fmt.Errorf("encode history: %w", err)
+	}
+	return atomicfile.Write(path, append(b, '\n'), atomicfile.State(".history-*.json"))
+}
+
+// tick counts the gap since the previous run, capped at maxGap, and
+// reports whether a heartbeat is due. The first run ever only starts the
+// clock. A clock that stepped back counts nothing and restarts from now.
+func (h *history) tick(now time.Time, interval time.Duration) bool {
+	if h.LastRun.IsZero() {
+		h.LastRun, h.LastHeartbeat, h.OperatingSeconds = now, now, 0
+		return false
+	}
+	if gap := now.Sub(h.LastRun); gap > 0 {
+		h.OperatingSeconds += min(gap, maxGap).Seconds()
+	}
+	h.LastRun = now
+	if h.LastHeartbeat.IsZero() || h.LastHeartbeat.After(now) {
+		h.LastHeartbeat = now
+	}
+	return now.Sub(h.LastHeartbeat) >= interval
+}
+
+// hours rounds operating seconds to hours with 4 decimals (0.36 s).
+func hours(seconds float64) float64 {
+	return math.Round(seconds/3600*1e4) / 1e4
+}
+
+// record keeps the books after a run that is not a dry run: FAIL episode
+// counts, the heartbeat clock and event, the history file, and the
+// metrics file. None of it may change the run's outcome: every failure
+// here is logged, and the exit code and the drain decision (already
+// made) stand.
+func (p Program) record(ctx context.Context, log *logrus.Entry, node string, cfg config.Config,
+	timed []check.Timed, results []check.Result, drained bool) {
+	now := p.now()
+	path := historyFile(cfg.StateDir, node)
+	h, err := loadHistory(path)
+	save := true
+	if err != nil {
+		log.WithError(err).Error("run history (heartbeat clock, FAIL episode counts): starting afresh")
+		// Unreadable (EIO, permissions): do not overwrite what we could not
+		// read. A corrupt file is replaced.
+		save = errors.Is(err, errHistoryCorrupt)
+	}
+	h.Failures, _ = h.Failures.Update(results)
+	if h.tick(now, cfg.Events.Heartbeat.Duration) {
+		beat := events.Event{
+			Time: now, Kind: events.KindHeartbeat, Node: node, By: "healthcheck",
+			Hours: hours(h.OperatingSeconds), BootID: events.BootID(cfg.Root),
+		}
+		if err := (events.Log{Path: cfg.Events.File}).Append(ctx, beat); err != nil {
+			log.WithError(err).Error("heartbeat event not written; its hours go into the next one")
+		} else {
+			h.OperatingSeconds, h.LastHeartbeat = 0, now
+		}
+	}
+	if save {
+		if err := saveHistory(path, h); err != nil {
+			log.WithError(err).Error("run history not saved")
+		}
+	}
+	if cfg.Metrics.TextfileDir == "" {
+		return
+	}
+	snap := metrics.Snapshot{Results: results, Timed: timed, Failures: h.Failures.Total, LastRun: now, Drained: drained}
+	if err := metrics.WriteTextfile(cfg.Metrics.TextfileDir, snap.Format()); err != nil {
+		log.WithError(err).Error("metrics not written")
+	}
+}
+
+func (p Program) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}

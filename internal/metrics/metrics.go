@@ -1,0 +1,222 @@
+// Package metrics writes gpuhc's Prometheus metrics for node_exporter's
+// textfile collector (design.md §8): one file, gpuhc.prom, replaced
+// atomically after every health check run.
+//
+// The families, all without timestamps (the textfile collector refuses
+// them):
+//
+//	gpuhc_check_status{check,component,status}  gauge, a state set: for each
+//	    component, one series per status (OK, WARN, FAIL, ERROR, SKIP), 1 for
+//	    the status it has now and 0 for the other four. Alert on
+//	    gpuhc_check_status{status="FAIL"} == 1.
+//	gpuhc_check_duration_seconds{check}         gauge, how long each check took
+//	gpuhc_failures_total{check}                 counter, FAIL episodes opened
+//	gpuhc_last_run_timestamp_seconds            gauge, Unix time of the run
+//	gpuhc_drained                               gauge, 1 while gpuhc's health
+//	    check holds this node drained
+package metrics
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gpuhc/gpuhc/internal/atomicfile"
+	"github.com/gpuhc/gpuhc/internal/check"
+)
+
+// FileName is the file written in the textfile directory. node_exporter
+// reads only *.prom files, so the temp file it is written through is
+// never read half-written.
+const FileName = "gpuhc.prom"
+
+// Statuses is the order in which a component's state set is written.
+var Statuses = []check.Status{check.OK, check.Warn, check.Fail, check.Error, check.Skip}
+
+// Snapshot is what one run exposes.
+type Snapshot struct {
+	// Results are the run's results, one per component.
+	Results []check.Result
+	// Timed gives each check's duration; it may be empty (a run that
+	// checked nothing itself, such as the stuck-run drain).
+	Timed []check.Timed
+	// Failures is every check's count of FAIL episodes so far (Episodes).
+	Failures map[string]uint64
+	// LastRun is when the run finished.
+	LastRun time.Time
+	// Drained is whether this node is drained by gpuhc's health check.
+	Drained bool
+}
+
+const (
+	helpStatus   = "Status of each checked component in the last run, as a state set: 1 for the status the component has, 0 for the other four of OK, WARN, FAIL, ERROR and SKIP."
+	helpDuration = "Wall time each check took in the last run."
+	helpFailures = "FAIL episodes per check since gpuhc's state directory was created: a check counts 1 when it reports FAIL after a run of it with no FAIL and no ERROR, however many runs the failure lasts."
+	helpLastRun  = "Unix time at which the last health check run (not a dry run) finished."
+	helpDrained  = "1 while this node is drained by gpuhc's health check (its own drain, per its state file), else 0."
+)
+
+// Format renders the snapshot in the Prometheus text exposition format
+// (version 0.0.4). Series are sorted, so equal snapshots give equal
+// bytes.
+func (s Snapshot) Format() []byte {
+	var b bytes.Buffer
+
+	header(&b, "gpuhc_check_status", "gauge", helpStatus)
+	for _, r := range worstPerComponent(s.Results) {
+		for _, st := range Statuses {
+			v := 0.0
+			if r.Status == st {
+				v = 1
+			}
+			sample(&b, "gpuhc_check_status", v, "check", r.Check, "component", r.Component, "status", st.String())
+		}
+	}
+
+	header(&b, "gpuhc_check_duration_seconds", "gauge", helpDuration)
+	durations := map[string]time.Duration{}
+	for _, t := range s.Timed {
+		durations[t.Name] = max(durations[t.Name], t.Duration)
+	}
+	for _, name := range sortedKeys(durations) {
+		sample(&b, "gpuhc_check_duration_seconds", durations[name].Seconds(), "check", name)
+	}
+
+	// Every check this run saw is written, at 0 when it never failed: a
+	// counter that appears already at 1 hides its first increase from
+	// rate() and increase().
+	header(&b, "gpuhc_failures_total", "counter", helpFailures)
+	failures := map[string]uint64{}
+	for c, n := range s.Failures {
+		failures[c] = n
+	}
+	for _, r := range s.Results {
+		failures[r.Check] += 0
+	}
+	for _, name := range sortedKeys(failures) {
+		sample(&b, "gpuhc_failures_total", float64(failures[name]), "check", name)
+	}
+
+	header(&b, "gpuhc_last_run_timestamp_seconds", "gauge", helpLastRun)
+	sample(&b, "gpuhc_last_run_timestamp_seconds", float64(s.LastRun.UnixMilli())/1000)
+
+	header(&b, "gpuhc_drained", "gauge", helpDrained)
+	drained := 0.0
+	if s.Drained {
+		drained = 1
+	}
+	sample(&b, "gpuhc_drained", drained)
+	return b.Bytes()
+}
+
+// worstPerComponent keeps one result per check and component, the worst,
+// sorted: a check that reported a component twice must not make two
+// series with one label set, which would make the file invalid.
+func worstPerComponent(results []check.Result) []check.Result {
+	type key struct{ check, component string }
+	worst := map[key]check.Result{}
+	for _, r := range results {
+		// Keys are the escaped values: two names that differ only in
+		// invalid UTF-8 would otherwise collide in the file.
+		k := key{labelValue(r.Check), labelValue(r.Component)}
+		if w, ok := worst[k]; !ok || r.Status > w.Status {
+			worst[k] = r
+		}
+	}
+	keys := make([]key, 0, len(worst))
+	for k := range worst {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := strings.Compare(a.check, b.check); c != 0 {
+			return c
+		}
+		return strings.Compare(a.component, b.component)
+	})
+	out := make([]check.Result, len(keys))
+	for i, k := range keys {
+		out[i] = worst[k]
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	seen := map[string]bool{}
+	for k := range m {
+		// As in worstPerComponent: one series per escaped value.
+		if v := labelValue(k); !seen[v] {
+			seen[v] = true
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func header(b *bytes.Buffer, name, typ, help string) {
+	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, escapeHelp(help), name, typ)
+}
+
+// sample writes one line; labels come as name, value pairs.
+func sample(b *bytes.Buffer, name string, v float64, labels ...string) {
+	b.WriteString(name)
+	if len(labels) > 0 {
+		b.WriteByte('{')
+		for i := 0; i < len(labels); i += 2 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(b, "%s=\"%s\"", labels[i], labelValue(labels[i+1]))
+		}
+		b.WriteByte('}')
+	}
+	b.WriteByte(' ')
+	b.WriteString(formatValue(v))
+	b.WriteByte('\n')
+}
+
+// labelValue escapes a label value as the exposition format requires
+// (backslash, double quote and line feed) and makes it valid UTF-8:
+// component names come from the kernel and may hold any byte.
+func labelValue(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return labelEscaper.Replace(s)
+}
+
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+// escapeHelp escapes a HELP text: backslash and line feed.
+func escapeHelp(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(strings.ToValidUTF8(s, "\uFFFD"))
+}
+
+func formatValue(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "NaN"
+	case math.IsInf(v, 1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// WriteTextfile replaces dir/gpuhc.prom with data, atomically, so a scrape
+// sees the previous run's file or this one's, never a torn one. The temp
+// file's leading dot keeps node_exporter from reading it; mode 0644
+// because node_exporter does not run as root. No fsync: the file is
+// rewritten every run, and after a crash an old or empty file is valid.
+func WriteTextfile(dir string, data []byte) error {
+	return atomicfile.Write(filepath.Join(dir, FileName), data,
+		atomicfile.Options{Mode: 0o644, DirMode: 0o755, Pattern: "." + FileName + ".*.tmp"})
+}
