@@ -1,0 +1,355 @@
+package stats_test
+
+// MTTF correctness: a synthetic fleet (internal/fleetgen) is written to
+// disk, read back with events.Scan and counted by the Accumulator; the
+// expected numbers are computed here from the generator's ground truth
+// alone, with integer seconds, and must match.
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuhc/gpuhc/internal/events"
+	"github.com/gpuhc/gpuhc/internal/fleetgen"
+	"github.com/gpuhc/gpuhc/internal/stats"
+)
+
+// expectRow is a row computed from the truth, hours in seconds.
+type expectRow struct {
+	secs                                     int64
+	episodes, drains, resumes, repairs, open int
+	repairSecs                               int64
+	nodes                                    map[string]bool
+}
+
+type expected struct {
+	fleet                      expectRow
+	node, check, ctype, serial map[string]*expectRow
+}
+
+func get(m map[string]*expectRow, k string) *expectRow {
+	if m[k] == nil {
+		m[k] = &expectRow{nodes: map[string]bool{}}
+	}
+	return m[k]
+}
+
+// overlap is the length in seconds of [a, b] ∩ [since, until) (zero
+// bounds: open).
+func overlap(a, b, since, until time.Time) int64 {
+	if !since.IsZero() && a.Before(since) {
+		a = since
+	}
+	if !until.IsZero() && b.After(until) {
+		b = until
+	}
+	if !b.After(a) {
+		return 0
+	}
+	return int64(b.Sub(a) / time.Second)
+}
+
+func inWindow(t, since, until time.Time) bool {
+	return (since.IsZero() || !t.Before(since)) && (until.IsZero() || t.Before(until))
+}
+
+// componentType, written again from the generator's component names.
+var typeRE = regexp.MustCompile(`^(gpu|nvswitch|mlx5)(_?[0-9]+)(/[0-9]+)?$`)
+
+func componentType(c string) string {
+	if strings.HasPrefix(c, "/") {
+		return "mount"
+	}
+	if m := typeRE.FindStringSubmatch(c); m != nil {
+		return m[1]
+	}
+	return c
+}
+
+func expect(tr *fleetgen.Truth, since, until time.Time) *expected {
+	e := &expected{node: map[string]*expectRow{}, check: map[string]*expectRow{}, ctype: map[string]*expectRow{}, serial: map[string]*expectRow{}}
+	cover := map[string]fleetgen.NodeTruth{}
+	for _, n := range tr.Nodes {
+		cover[n.Name] = n
+		s := overlap(n.From, n.To, since, until)
+		if s > 0 {
+			get(e.node, n.Name).secs = s
+			e.fleet.secs += s
+		}
+	}
+	for _, tn := range tr.Tenures {
+		n := cover[tn.Node]
+		from, to := tn.From, tn.To
+		if from.Before(n.From) {
+			from = n.From
+		}
+		if to.After(n.To) {
+			to = n.To
+		}
+		if s := overlap(from, to, since, until); s > 0 {
+			r := get(e.serial, tn.Serial)
+			r.secs += s
+			r.nodes[tn.Node] = true
+		}
+	}
+	rows := func(node, check, comp, serial string) []*expectRow {
+		out := []*expectRow{&e.fleet, get(e.node, node), get(e.check, check), get(e.ctype, componentType(comp))}
+		if serial != "" {
+			out = append(out, get(e.serial, serial))
+		}
+		return out
+	}
+	for _, ep := range tr.Episodes {
+		if !inWindow(ep.Start, since, until) {
+			continue
+		}
+		for _, r := range rows(ep.Node, ep.Check, ep.Component, ep.Serial) {
+			r.episodes++
+		}
+		if ep.Serial != "" {
+			get(e.serial, ep.Serial).nodes[ep.Node] = true
+		}
+	}
+	for _, d := range tr.Drains {
+		resumed := !d.Resume.IsZero() && (until.IsZero() || d.Resume.Before(until))
+		for _, r := range rows(d.Node, d.Check, d.Component, d.Serial) {
+			if inWindow(d.Drain, since, until) {
+				r.drains++
+				if resumed {
+					r.repairs++
+					r.repairSecs += int64(d.Resume.Sub(d.Drain) / time.Second)
+				} else {
+					r.open++
+				}
+			}
+			if resumed && inWindow(d.Resume, since, until) {
+				r.resumes++
+			}
+		}
+	}
+	for _, m := range []map[string]*expectRow{e.check, e.ctype} {
+		for _, r := range m {
+			r.secs = e.fleet.secs
+		}
+	}
+	return e
+}
+
+func near(got *float64, want float64, defined bool) bool {
+	if !defined {
+		return got == nil
+	}
+	return got != nil && math.Abs(*got-want) <= 1e-9*math.Max(1, math.Abs(want))
+}
+
+func compareRow(t *testing.T, what string, got stats.Row, want *expectRow) {
+	t.Helper()
+	hours := float64(want.secs) / 3600
+	ok := got.Episodes == want.episodes && got.Drains == want.drains && got.Resumes == want.resumes &&
+		got.Repairs == want.repairs && got.Open == want.open && near(&got.Hours, hours, true) &&
+		near(got.MTTF, hours/float64(want.episodes), want.episodes > 0 && want.secs > 0) &&
+		near(got.MTTR, float64(want.repairSecs)/3600/float64(want.repairs), want.repairs > 0)
+	if ok && len(want.nodes) > 0 {
+		ok = slices.Equal(got.Nodes, slices.Sorted(func(y func(string) bool) {
+			for n := range want.nodes {
+				if !y(n) {
+					return
+				}
+			}
+		}))
+	}
+	if !ok {
+		t.Errorf("%s %s:\n got %s\nwant %+v (hours %v, repair hours %v)", what, got.Key, show(got), *want, hours, float64(want.repairSecs)/3600)
+	}
+}
+
+func show(r stats.Row) string {
+	return fmt.Sprintf("%v nodes %v", strings.Join(r.Cells(), " "), r.Nodes)
+}
+
+func compareRows(t *testing.T, what string, got []stats.Row, want map[string]*expectRow) {
+	t.Helper()
+	var keys []string
+	for k, r := range want {
+		if r.secs > 0 || r.episodes > 0 || r.drains > 0 || r.resumes > 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var gotKeys []string
+	for _, r := range got {
+		gotKeys = append(gotKeys, r.Key)
+	}
+	if !slices.Equal(gotKeys, keys) {
+		t.Fatalf("%s keys\n got %v\nwant %v", what, gotKeys, keys)
+	}
+	for _, r := range got {
+		compareRow(t, what, r, want[r.Key])
+	}
+}
+
+type lemon struct {
+	kind, key string
+	episodes  int
+	share     float64
+}
+
+func expectLemons(e *expected, minEpisodes int) []lemon {
+	var out []lemon
+	mttf := map[string]float64{}
+	for kind, m := range map[string]map[string]*expectRow{"node": e.node, "gpu": e.serial} {
+		for k, r := range m {
+			if r.episodes >= minEpisodes {
+				out = append(out, lemon{kind, k, r.episodes, float64(r.episodes) / float64(e.fleet.episodes)})
+				mttf[kind+k] = math.Inf(1)
+				if r.secs > 0 {
+					mttf[kind+k] = float64(r.secs) / float64(r.episodes)
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b lemon) int {
+		return cmp.Or(b.episodes-a.episodes, cmp.Compare(mttf[a.kind+a.key], mttf[b.kind+b.key]),
+			-strings.Compare(a.kind, b.kind), strings.Compare(a.key, b.key))
+	})
+	return out
+}
+
+func TestFleetMTTFMatchesGroundTruth(t *testing.T) {
+	p := fleetgen.Params{Nodes: 40, GPUsPerNode: 8, Days: 120, FailureRate: 6, LemonNodes: 2, LemonFactor: 8, Seed: 7, RotateBytes: 12 << 10}
+	dir := t.TempDir()
+	tr, err := fleetgen.Generate(dir, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fleet has what the test is about.
+	if tr.Spanning == 0 || tr.TornLines == 0 || tr.Moved.Serial == "" || tr.Quiet == "" || len(tr.Lemons) != 2 {
+		t.Fatalf("fleet lacks a case: spanning %d torn %d moved %+v quiet %q lemons %v", tr.Spanning, tr.TornLines, tr.Moved, tr.Quiet, tr.Lemons)
+	}
+	var evs []events.Event
+	var warns []string
+	tot, err := events.ScanTotals(context.Background(), []string{dir}, nil, func(w string) { warns = append(warns, w) }, func(e events.Event) error {
+		evs = append(evs, e)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tot.Lines != tr.Lines || tot.Events != tr.Lines-tr.TornLines || tot.Malformed != tr.TornLines || len(warns) != tr.TornLines || tot.Files != tr.Files {
+		t.Fatalf("scan %+v, warnings %q; truth %d files %d lines, %d torn", tot, warns, tr.Files, tr.Lines, tr.TornLines)
+	}
+
+	// Windows: everything; one cutting a drain that began before it (resumed
+	// inside) and ending inside another drain (open at its end); from the
+	// GPU move on.
+	longest := slices.MaxFunc(tr.Drains, func(a, b fleetgen.Drain) int {
+		return cmp.Compare(a.Resume.Sub(a.Drain), b.Resume.Sub(b.Drain))
+	})
+	var cut fleetgen.Drain
+	for _, d := range tr.Drains {
+		if !d.Resume.IsZero() && d.Drain.Before(longest.Drain.Add(-20*24*time.Hour)) {
+			cut = d
+		}
+	}
+	windows := [][2]time.Time{
+		{},
+		{cut.Drain.Add(time.Second), longest.Drain.Add(time.Minute)},
+		{tr.Moved.Removed, time.Time{}},
+		{tr.Start.Add(30*24*time.Hour + 7*time.Hour), tr.Start.Add(75 * 24 * time.Hour)},
+	}
+	for _, w := range windows {
+		t.Run(fmt.Sprintf("%s-%s", w[0].Format(time.DateOnly), w[1].Format(time.DateOnly)), func(t *testing.T) {
+			for _, lemonMin := range []int{0, 2} {
+				a := stats.New(stats.Options{Since: w[0], Until: w[1], LemonMin: lemonMin})
+				for _, e := range evs {
+					a.Add(e)
+				}
+				rep := a.Report()
+				want := expect(tr, w[0], w[1])
+				if want.fleet.episodes == 0 || want.fleet.repairs == 0 {
+					t.Fatalf("a dull window: %+v", want.fleet)
+				}
+				compareRow(t, "fleet", rep.Fleet, &want.fleet)
+				compareRows(t, "node", rep.ByNode, want.node)
+				compareRows(t, "check", rep.ByCheck, want.check)
+				compareRows(t, "component type", rep.ByComponentType, want.ctype)
+				compareRows(t, "serial", rep.BySerial, want.serial)
+
+				minE := cmp.Or(lemonMin, stats.DefaultLemonMin)
+				wantL := expectLemons(want, minE)
+				var gotL []lemon
+				for i, l := range rep.Lemons {
+					if l.Rank != i+1 {
+						t.Errorf("lemon %d has rank %d", i, l.Rank)
+					}
+					gotL = append(gotL, lemon{l.Kind, l.Key, l.Episodes, l.Share})
+				}
+				if !reflect.DeepEqual(gotL, wantL) || len(wantL) == 0 {
+					t.Errorf("lemons (min %d)\n got %v\nwant %v", minE, gotL, wantL)
+				}
+				if w == windows[0] && lemonMin == 0 {
+					checkFleetCases(t, tr, rep, want)
+				}
+				if w == windows[1] && (rep.Fleet.Open == 0 || want.fleet.open == 0) {
+					t.Errorf("window 1 has no open drain: %+v", rep.Fleet)
+				}
+			}
+		})
+	}
+
+	// Order does not matter: rotated files read in reverse, nodes mixed.
+	want := report(evs, stats.Options{})
+	rng := rand.New(rand.NewPCG(3, 4))
+	rng.Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
+	if got := report(evs, stats.Options{}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("shuffled events give another report")
+	}
+}
+
+func report(evs []events.Event, o stats.Options) stats.Report {
+	a := stats.New(o)
+	for _, e := range evs {
+		a.Add(e)
+	}
+	return a.Report()
+}
+
+// checkFleetCases looks at the special nodes in the unbounded report.
+func checkFleetCases(t *testing.T, tr *fleetgen.Truth, rep stats.Report, want *expected) {
+	t.Helper()
+	for _, r := range rep.ByNode {
+		if r.Key == tr.Quiet && (r.Episodes != 0 || r.MTTF != nil || r.Hours < 24) {
+			t.Errorf("quiet node %s", show(r))
+		}
+	}
+	moved := false
+	for _, r := range rep.BySerial {
+		if r.Key == tr.Moved.Serial {
+			moved = true
+			if !slices.Equal(r.Nodes, []string{tr.Moved.From, tr.Moved.To}) || r.Episodes < 4 {
+				t.Errorf("moved GPU %s", show(r))
+			}
+		}
+	}
+	if !moved {
+		t.Errorf("no row for the moved GPU %s", tr.Moved.Serial)
+	}
+	for _, l := range tr.Lemons {
+		found := false
+		for _, x := range rep.Lemons {
+			found = found || x.Kind == "node" && x.Key == l
+		}
+		if !found && want.node[l].episodes >= stats.DefaultLemonMin {
+			t.Errorf("lemon node %s not ranked", l)
+		}
+	}
+}

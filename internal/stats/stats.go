@@ -1,0 +1,720 @@
+// Package stats computes failure statistics from gpuhc's event log
+// (design.md §7): episodes, MTTF and MTTR per node, per check, per GPU
+// serial, per component type and fleet-wide, and a lemon ranking.
+//
+// Feed events with Add in any order, from any number of logs, then call
+// Report. The report depends only on the set of events added, never on
+// their order: events are kept per node and sorted by time (then by a
+// fixed order of their fields) when the report is made, and hours are
+// summed as whole microseconds, so that even the sums are exact.
+//
+// # Window
+//
+// Options.Since and Options.Until bound the window [Since, Until); a zero
+// value leaves that end open. Events at or after Until are ignored. Events
+// before Since are kept only to know what was already open when the window
+// began (an episode or a drain that started earlier is not counted, and is
+// not counted again). Report.Window gives the requested bounds and the
+// first and last instants actually observed in the window.
+//
+// # Hours
+//
+// Observed hours come from heartbeat events only. A heartbeat at time T
+// with hours H covers (T-H, T]; only the part inside the window counts (the
+// hours are clipped in proportion). A node's hours are the sum of its
+// heartbeats' hours; a GPU serial's hours are the sum over all nodes of the
+// hours of heartbeats listing that serial, so a GPU keeps its exposure when
+// moved; fleet hours are the sum over nodes. Every node runs every check,
+// so the hours of a check and of a component type are the fleet hours. A
+// node without heartbeats has no observed hours. Hours include time spent
+// drained: they are observed hours, not hours in service.
+//
+// # Episodes
+//
+// An episode is a failure of one component, per (node, check, component),
+// from transition events. A transition to FAIL opens an episode unless one
+// is already open for that key or the event's previous status is FAIL: a
+// transition from OK, WARN, SKIP or ERROR, or a first-seen FAIL (no
+// previous), opens one. Repeated FAIL lines (FAIL→FAIL, say with another
+// message) never do. An episode closes at the next transition of that key
+// to OK, WARN or SKIP, or at a resume event of its node (a resume closes
+// every open episode of the node). ERROR (could not check) neither opens
+// nor closes. An episode counts in the window where it opens. Its GPU
+// serial is the serial of the event that opened it; its component type
+// is ComponentType of its component.
+//
+// MTTF = hours / episodes. With no episode, or no observed hours, MTTF is
+// undefined: null in JSON (MTTF is a nil pointer), "-" in tables.
+//
+// # Drains and MTTR
+//
+// A drain event begins a drain period of its node unless one is already
+// open (a re-drain, with a new reason, belongs to the open period). The
+// next resume event of the node ends it. For the window:
+//
+//   - Drains: drain periods beginning in the window.
+//   - Repairs: those ended by a resume before Until; MTTR is the mean of
+//     their drain→resume times (null when there is none).
+//   - Open: those not resumed by Until (or by the end of the logs); they
+//     are not in MTTR. Drains = Repairs + Open.
+//   - Resumes: resume events in the window, including those ending a drain
+//     period that began before the window.
+//
+// A drain period is attributed to the check and component named in the
+// drain reason ("gpuhc: <check>: <component>: <message>", see
+// ParseReason), and to the GPU serial of the latest transition of that
+// check and component on that node. A resume is attributed like the drain
+// period it ends, or, ending none, by its own reason (its message). A
+// reason that does not name a check counts for the node and the fleet
+// only.
+//
+// # Filters and lemons
+//
+// Options.Node and Options.Check select nodes and checks by name or shell
+// pattern (path.Match). With a Check filter, only that check's episodes,
+// drains and resumes are counted; hours are unchanged.
+//
+// Lemons are the nodes and GPU serials with at least LemonMin episodes in
+// the window, ranked by episodes (most first), then MTTF (shortest first),
+// then nodes before GPUs, then by name. Share is the fraction of all the
+// window's episodes; a GPU's episodes are also its node's, so node and GPU
+// shares overlap.
+package stats
+
+import (
+	"cmp"
+	"math"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpuhc/gpuhc/internal/events"
+)
+
+// DefaultLemonMin is the lemon threshold when Options.LemonMin is 0.
+const DefaultLemonMin = 3
+
+// Options select what a report covers.
+type Options struct {
+	// Since and Until bound the window [Since, Until); zero is unbounded.
+	Since, Until time.Time
+	// LemonMin is the number of episodes that makes a lemon; 0 or less
+	// means DefaultLemonMin.
+	LemonMin int
+	// Node and Check select by name or shell pattern; empty: all.
+	Node, Check string
+}
+
+// Row is one line of a breakdown.
+type Row struct {
+	Key   string  `json:"key"`
+	Hours float64 `json:"hours"`
+	// Episodes opened in the window.
+	Episodes int `json:"episodes"`
+	// MTTF is Hours/Episodes; nil (null) with no episode or no hours.
+	MTTF    *float64 `json:"mttf_hours"`
+	Drains  int      `json:"drains"`
+	Resumes int      `json:"resumes"`
+	Repairs int      `json:"repairs"`
+	// MTTR is the mean drain→resume time of the repairs; nil with none.
+	MTTR *float64 `json:"mttr_hours"`
+	// Open drains: not resumed by the end of the window.
+	Open int `json:"open"`
+	// Nodes a GPU was seen in (BySerial and GPU lemons only), by name.
+	Nodes []string `json:"nodes,omitempty"`
+}
+
+// Lemon is a node or GPU with at least LemonMin episodes.
+type Lemon struct {
+	Rank int `json:"rank"`
+	// Kind is "node" or "gpu" (Key is then the serial).
+	Kind string `json:"kind"`
+	Row
+	// Share of all episodes in the window, from 0 to 1.
+	Share float64 `json:"share"`
+}
+
+// Window is the period a report covers.
+type Window struct {
+	// Since and Until as asked; nil when unbounded.
+	Since *time.Time `json:"since"`
+	Until *time.Time `json:"until"`
+	// From and To are the first and last instants observed in the window
+	// (events, and the hours heartbeats cover); nil when nothing was.
+	From *time.Time `json:"from"`
+	To   *time.Time `json:"to"`
+}
+
+// Filter repeats the Node and Check options.
+type Filter struct {
+	Node  string `json:"node,omitempty"`
+	Check string `json:"check,omitempty"`
+}
+
+// Report is the statistics for one window. Breakdowns are sorted by key.
+type Report struct {
+	Window          Window  `json:"window"`
+	Filter          Filter  `json:"filter"`
+	LemonMin        int     `json:"lemon_min"`
+	Fleet           Row     `json:"fleet"`
+	ByNode          []Row   `json:"by_node"`
+	ByCheck         []Row   `json:"by_check"`
+	BySerial        []Row   `json:"by_serial"`
+	ByComponentType []Row   `json:"by_component_type"`
+	Lemons          []Lemon `json:"lemons"`
+	// Events is the number of events added that the report considered;
+	// Skipped, those that could not be used (a heartbeat with hours not
+	// above 0, a transition without check).
+	Events  int `json:"events"`
+	Skipped int `json:"skipped_events"`
+}
+
+// Columns heads the cells of Row.Cells, for tables and CSV.
+var Columns = []string{"key", "hours", "episodes", "mttf_hours", "drains", "resumes", "repairs", "mttr_hours", "open"}
+
+// Cells gives the row as text, in Columns order; an undefined MTTF or
+// MTTR is "-".
+func (r Row) Cells() []string {
+	i := strconv.Itoa
+	return []string{r.Key, FormatHours(&r.Hours), i(r.Episodes), FormatHours(r.MTTF), i(r.Drains), i(r.Resumes), i(r.Repairs), FormatHours(r.MTTR), i(r.Open)}
+}
+
+// FormatHours writes hours with one decimal, or "-" for nil.
+func FormatHours(h *float64) string {
+	if h == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*h, 'f', 1, 64)
+}
+
+const (
+	usPerHour = 3600e6
+	// maxHeartbeatHours bounds a heartbeat's hours (a century): beyond it,
+	// the value is garbage, and would overflow the microsecond sums.
+	maxHeartbeatHours = 100 * 366 * 24
+)
+
+// record kinds, in their order at equal times: what a health check run
+// logs comes in this order.
+const (
+	recTransition uint8 = iota
+	recDrain
+	recResume
+)
+
+// statuses
+const (
+	stNone uint8 = iota
+	stOK
+	stWarn
+	stSkip
+	stError
+	stFail
+	stOther
+)
+
+func statusCode(s string) uint8 {
+	switch s {
+	case "":
+		return stNone
+	case "OK":
+		return stOK
+	case "WARN":
+		return stWarn
+	case "SKIP":
+		return stSkip
+	case "ERROR":
+		return stError
+	case "FAIL":
+		return stFail
+	}
+	switch strings.ToUpper(s) {
+	case "OK":
+		return stOK
+	case "WARN":
+		return stWarn
+	case "SKIP":
+		return stSkip
+	case "ERROR":
+		return stError
+	case "FAIL":
+		return stFail
+	}
+	return stOther
+}
+
+// rec is a transition, drain or resume kept for the report.
+type rec struct {
+	t                int64 // µs since the epoch
+	kind             uint8
+	status, previous uint8
+	// transitions: the event's check, component and serial; drains and
+	// resumes: the check and component named in the reason.
+	check, comp, serial string
+}
+
+type node struct {
+	name  string
+	skip  bool  // excluded by Options.Node
+	hours int64 // µs in window
+	recs  []rec
+	// the serials of the last heartbeat, resolved
+	lastSerials []string
+	lastAccs    []*serialAcc
+}
+
+type serialAcc struct {
+	hours int64
+	nodes []string
+}
+
+// Accumulator collects events for a Report.
+type Accumulator struct {
+	opts         Options
+	since, until int64
+	nodes        map[string]*node
+	serials      map[string]*serialAcc
+	last         *node
+	strs         map[string]string
+	from, to     int64
+	events       int
+	skipped      int
+}
+
+// New returns an empty Accumulator.
+func New(opts Options) *Accumulator {
+	if opts.LemonMin <= 0 {
+		opts.LemonMin = DefaultLemonMin
+	}
+	a := &Accumulator{
+		opts: opts, since: math.MinInt64, until: math.MaxInt64,
+		nodes: map[string]*node{}, serials: map[string]*serialAcc{}, strs: map[string]string{},
+		from: math.MaxInt64, to: math.MinInt64,
+	}
+	if !opts.Since.IsZero() {
+		a.since = opts.Since.UnixMicro()
+	}
+	if !opts.Until.IsZero() {
+		a.until = opts.Until.UnixMicro()
+	}
+	return a
+}
+
+func match(pattern, name string) bool {
+	if pattern == "" {
+		return true
+	}
+	ok, err := path.Match(pattern, name)
+	if err != nil {
+		return pattern == name
+	}
+	return ok
+}
+
+func (a *Accumulator) node(name string) *node {
+	if a.last != nil && a.last.name == name {
+		return a.last
+	}
+	n := a.nodes[name]
+	if n == nil {
+		n = &node{name: name, skip: !match(a.opts.Node, name)}
+		a.nodes[name] = n
+	}
+	a.last = n
+	return n
+}
+
+func (a *Accumulator) intern(s string) string {
+	if v, ok := a.strs[s]; ok {
+		return v
+	}
+	s = strings.Clone(s)
+	a.strs[s] = s
+	return s
+}
+
+func (a *Accumulator) observe(lo, hi int64) {
+	a.from = min(a.from, lo)
+	a.to = max(a.to, hi)
+}
+
+// Add takes one event. Kinds other than heartbeat, transition, drain and
+// resume are ignored.
+func (a *Accumulator) Add(ev events.Event) {
+	if ev.Node == "" || ev.Time.IsZero() {
+		a.skipped++
+		return
+	}
+	n := a.node(ev.Node)
+	if n.skip {
+		return
+	}
+	t := ev.Time.UnixMicro()
+	switch ev.Kind {
+	case events.KindHeartbeat:
+		a.heartbeat(n, t, ev)
+	case events.KindTransition:
+		if t >= a.until {
+			return
+		}
+		if ev.Check == "" {
+			a.skipped++
+			return
+		}
+		if !match(a.opts.Check, ev.Check) {
+			return
+		}
+		a.events++
+		n.recs = append(n.recs, rec{t: t, kind: recTransition, status: statusCode(ev.Status), previous: statusCode(ev.Previous),
+			check: ev.Check, comp: ev.Component, serial: ev.Serial})
+		if t >= a.since {
+			a.observe(t, t)
+		}
+	case events.KindDrain, events.KindResume:
+		if t >= a.until {
+			return
+		}
+		check, comp, _ := ParseReason(ev.Message)
+		kind := recDrain
+		if ev.Kind == events.KindResume {
+			kind = recResume
+		} else if !match(a.opts.Check, check) {
+			// A resume is kept whatever its reason: it closes episodes.
+			return
+		}
+		a.events++
+		n.recs = append(n.recs, rec{t: t, kind: kind, check: a.intern(check), comp: a.intern(comp)})
+		if t >= a.since {
+			a.observe(t, t)
+		}
+	}
+}
+
+func (a *Accumulator) heartbeat(n *node, t int64, ev events.Event) {
+	if !(ev.Hours > 0) || ev.Hours > maxHeartbeatHours {
+		a.skipped++
+		return
+	}
+	a.events++
+	us := int64(math.Round(ev.Hours * usPerHour))
+	lo, hi := max(t-us, a.since), min(t, a.until)
+	if hi <= lo {
+		return
+	}
+	d := hi - lo
+	n.hours += d
+	a.observe(lo, hi)
+	if len(ev.Serials) == 0 {
+		return
+	}
+	if !slices.Equal(ev.Serials, n.lastSerials) {
+		n.lastSerials = slices.Clone(ev.Serials)
+		n.lastAccs = n.lastAccs[:0]
+		for i, s := range ev.Serials {
+			if s == "" || slices.Contains(ev.Serials[:i], s) {
+				continue
+			}
+			acc := a.serials[s]
+			if acc == nil {
+				acc = &serialAcc{}
+				a.serials[strings.Clone(s)] = acc
+			}
+			if !slices.Contains(acc.nodes, n.name) {
+				acc.nodes = append(acc.nodes, n.name)
+			}
+			n.lastAccs = append(n.lastAccs, acc)
+		}
+	}
+	for _, acc := range n.lastAccs {
+		acc.hours += d
+	}
+}
+
+// ParseReason splits a gpuhc drain reason, "gpuhc: <check>: <component>:
+// <message>", into its check and component. ok is false for a reason that
+// is not gpuhc's; component is empty when the reason names none.
+func ParseReason(reason string) (check, component string, ok bool) {
+	rest, found := strings.CutPrefix(reason, "gpuhc: ")
+	if !found {
+		return "", "", false
+	}
+	check, rest, found = strings.Cut(rest, ": ")
+	if !found {
+		// "gpuhc: <check>" or a cut reason: no component.
+		check, _, _ = strings.Cut(check, " ")
+		return check, "", check != ""
+	}
+	component, _, _ = strings.Cut(rest, ": ")
+	return check, component, check != ""
+}
+
+// ComponentType is a component's kind: the component without its index.
+//
+//	gpu3 → gpu, nvswitch0 → nvswitch, mlx5_2/1 → mlx5, ib0 → ib,
+//	host → host, /scratch (a mount point) → mount
+//
+// That is: a path is "mount"; otherwise everything from the first "/"
+// (a port) is cut, then a trailing "_N" or "-N" index, else trailing
+// digits. A component that is all digits is kept whole.
+func ComponentType(component string) string {
+	if strings.HasPrefix(component, "/") {
+		return "mount"
+	}
+	c, _, _ := strings.Cut(component, "/")
+	end := len(c)
+	for end > 0 && c[end-1] >= '0' && c[end-1] <= '9' {
+		end--
+	}
+	if end == len(c) || end == 0 {
+		return c
+	}
+	if end > 1 && (c[end-1] == '_' || c[end-1] == '-') {
+		return c[:end-1]
+	}
+	return c[:end]
+}
+
+// tally is a row being counted.
+type tally struct {
+	hours                              int64
+	episodes, drains, resumes, repairs int
+	open                               int
+	repairUS                           int64
+	nodes                              []string
+}
+
+func (t *tally) row(key string) Row {
+	r := Row{Key: key, Hours: float64(t.hours) / usPerHour, Episodes: t.episodes, Drains: t.drains,
+		Resumes: t.resumes, Repairs: t.repairs, Open: t.open}
+	if t.episodes > 0 && t.hours > 0 {
+		v := float64(t.hours) / (usPerHour * float64(t.episodes))
+		r.MTTF = &v
+	}
+	if t.repairs > 0 {
+		v := float64(t.repairUS) / (usPerHour * float64(t.repairs))
+		r.MTTR = &v
+	}
+	if len(t.nodes) > 0 {
+		r.Nodes = slices.Sorted(slices.Values(t.nodes))
+	}
+	return r
+}
+
+func (t *tally) used() bool {
+	return t.hours > 0 || t.episodes > 0 || t.drains > 0 || t.resumes > 0
+}
+
+type tallies map[string]*tally
+
+func (m tallies) get(key string) *tally {
+	t := m[key]
+	if t == nil {
+		t = &tally{}
+		m[key] = t
+	}
+	return t
+}
+
+func (m tallies) rows(keep func(*tally) bool) []Row {
+	out := []Row{}
+	for _, k := range slices.Sorted(mapKeys(m)) {
+		if keep(m[k]) {
+			out = append(out, m[k].row(k))
+		}
+	}
+	return out
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// drainPeriod is an open drain while walking a node's records.
+type drainPeriod struct {
+	t                   int64
+	check, comp, serial string
+	inWindow            bool
+}
+
+// targets are the tallies an occurrence counts in besides the node's and
+// the fleet's.
+type targets struct{ check, ctype, serial *tally }
+
+func compare(x, y rec) int {
+	return cmp.Or(cmp.Compare(x.t, y.t), cmp.Compare(x.kind, y.kind), strings.Compare(x.check, y.check),
+		strings.Compare(x.comp, y.comp), cmp.Compare(x.status, y.status), cmp.Compare(x.previous, y.previous),
+		strings.Compare(x.serial, y.serial))
+}
+
+// Report computes the statistics of the events added so far.
+func (a *Accumulator) Report() Report {
+	rep := Report{LemonMin: a.opts.LemonMin, Filter: Filter{Node: a.opts.Node, Check: a.opts.Check}, Events: a.events, Skipped: a.skipped}
+	if !a.opts.Since.IsZero() {
+		v := time.UnixMicro(a.since).UTC()
+		rep.Window.Since = &v
+	}
+	if !a.opts.Until.IsZero() {
+		v := time.UnixMicro(a.until).UTC()
+		rep.Window.Until = &v
+	}
+	if a.from <= a.to {
+		f, t := time.UnixMicro(a.from).UTC(), time.UnixMicro(a.to).UTC()
+		rep.Window.From, rep.Window.To = &f, &t
+	}
+
+	fleet := &tally{}
+	byNode, byCheck, byType, bySerial := tallies{}, tallies{}, tallies{}, tallies{}
+	for s, acc := range a.serials {
+		t := bySerial.get(s)
+		t.hours = acc.hours
+		t.nodes = append(t.nodes, acc.nodes...)
+	}
+	// attribution of a (check, component, serial) to its tallies
+	attr := func(check, comp, serial string) targets {
+		var tg targets
+		if check != "" {
+			tg.check = byCheck.get(check)
+			tg.ctype = byType.get(ComponentType(comp))
+		}
+		if serial != "" {
+			tg.serial = bySerial.get(serial)
+		}
+		return tg
+	}
+	each := func(nt *tally, tg targets, f func(*tally)) {
+		f(fleet)
+		f(nt)
+		for _, t := range []*tally{tg.check, tg.ctype, tg.serial} {
+			if t != nil {
+				f(t)
+			}
+		}
+	}
+	type key struct{ check, comp string }
+	for _, name := range slices.Sorted(mapKeys(a.nodes)) {
+		n := a.nodes[name]
+		if n.skip {
+			continue
+		}
+		nt := byNode.get(name)
+		nt.hours = n.hours
+		fleet.hours += n.hours
+		slices.SortFunc(n.recs, compare)
+		open := map[key]bool{}
+		lastSerial := map[key]string{}
+		var drain *drainPeriod
+		for _, r := range n.recs {
+			in := r.t >= a.since
+			k := key{r.check, r.comp}
+			switch r.kind {
+			case recTransition:
+				if r.serial != "" {
+					lastSerial[k] = r.serial
+				}
+				switch r.status {
+				case stFail:
+					if !open[k] && r.previous != stFail {
+						open[k] = true
+						if in {
+							each(nt, attr(r.check, r.comp, r.serial), func(t *tally) { t.episodes++ })
+							if r.serial != "" && !slices.Contains(bySerial.get(r.serial).nodes, name) {
+								bySerial.get(r.serial).nodes = append(bySerial.get(r.serial).nodes, name)
+							}
+						}
+					}
+				case stOK, stWarn, stSkip:
+					delete(open, k)
+				}
+			case recDrain:
+				if drain != nil {
+					continue // a re-drain: same period
+				}
+				drain = &drainPeriod{t: r.t, check: r.check, comp: r.comp, serial: lastSerial[k], inWindow: in}
+				if in {
+					each(nt, attr(drain.check, drain.comp, drain.serial), func(t *tally) { t.drains++ })
+				}
+			case recResume:
+				clear(open)
+				count := in && match(a.opts.Check, drain.checkOr(r.check))
+				repaired := drain != nil && drain.inWindow
+				if count || repaired {
+					var tg targets
+					if drain != nil {
+						tg = attr(drain.check, drain.comp, drain.serial)
+					} else {
+						tg = attr(r.check, r.comp, "")
+					}
+					if count {
+						each(nt, tg, func(t *tally) { t.resumes++ })
+					}
+					if repaired {
+						d := r.t - drain.t
+						each(nt, tg, func(t *tally) { t.repairs++; t.repairUS += d })
+					}
+				}
+				drain = nil
+			}
+		}
+		if drain != nil && drain.inWindow {
+			each(nt, attr(drain.check, drain.comp, drain.serial), func(t *tally) { t.open++ })
+		}
+	}
+	for _, t := range byCheck {
+		t.hours = fleet.hours
+	}
+	for _, t := range byType {
+		t.hours = fleet.hours
+	}
+	rep.Fleet = fleet.row("fleet")
+	rep.ByNode = byNode.rows((*tally).used)
+	all := func(*tally) bool { return true }
+	rep.ByCheck = byCheck.rows(all)
+	rep.ByComponentType = byType.rows(all)
+	rep.BySerial = bySerial.rows((*tally).used)
+	rep.Lemons = lemons(rep, a.opts.LemonMin)
+	return rep
+}
+
+// checkOr is the check a resume is counted under: its drain period's, or
+// its own reason's.
+func (d *drainPeriod) checkOr(own string) string {
+	if d != nil {
+		return d.check
+	}
+	return own
+}
+
+func lemons(rep Report, minEpisodes int) []Lemon {
+	out := []Lemon{}
+	add := func(kind string, rows []Row) {
+		for _, r := range rows {
+			if r.Episodes >= minEpisodes {
+				out = append(out, Lemon{Kind: kind, Row: r, Share: float64(r.Episodes) / float64(rep.Fleet.Episodes)})
+			}
+		}
+	}
+	add("node", rep.ByNode)
+	add("gpu", rep.BySerial)
+	mttf := func(r Row) float64 {
+		if r.MTTF == nil {
+			return math.Inf(1)
+		}
+		return *r.MTTF
+	}
+	slices.SortFunc(out, func(x, y Lemon) int {
+		return cmp.Or(cmp.Compare(y.Episodes, x.Episodes), cmp.Compare(mttf(x.Row), mttf(y.Row)),
+			strings.Compare(y.Kind, x.Kind), strings.Compare(x.Key, y.Key))
+	})
+	for i := range out {
+		out[i].Rank = i + 1
+	}
+	return out
+}
