@@ -1,12 +1,20 @@
-// Command gpuhc-drain: The admin's view of drains, and MTTF/MTTR statistics.
+// Command gpuhc-drain is the admin's command line: list, drain, resume,
+// history and stats (MTTF/MTTR).
 package main
 
 import (
 	"os"
 
-	"github.com/gpuhc/gpuhc/internal/stub"
+	"github.com/gpuhc/gpuhc/internal/drainctl"
 )
 
 func main() {
-	os.Exit(stub.Main("gpuhc-drain", "The admin's view of drains, and MTTF/MTTR statistics.", os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(drainctl.Program{
+		Args:     os.Args[1:],
+		Getenv:   os.Getenv,
+		Hostname: os.Hostname,
+		Stdin:    os.Stdin,
+		Stdout:   os.Stdout,
+		Stderr:   os.Stderr,
+	}.Main())
 }

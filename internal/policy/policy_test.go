@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -341,5 +342,29 @@ func TestStore(t *testing.T) {
 	}
 	if _, err := st.Load(); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("corrupt file: %v", err)
+	}
+}
+
+func TestParseReason(t *testing.T) {
+	for in, want := range map[string][4]string{
+		ourDrn:                                     {"host.mounts", "/scratch", "not mounted", "true"},
+		"gpuhc: replacing GPU 3: ticket 42":        {"", "", "replacing GPU 3: ticket 42", "false"},
+		"gpuhc: replacing GPU 3":                   {"", "", "replacing GPU 3", "false"},
+		"gpuhc: healthcheck: host: previous run":   {"healthcheck", "host", "previous run", "true"},
+		"gpuhc: gpu.xid: gpu3: Xid 79 (+2 more)":   {"gpu.xid", "gpu3", "Xid 79 (+2 more)", "true"},
+		"gpuhc: host.mounts: /my data: x: y":       {"host.mounts", "/my data", "x: y", "true"},
+		"gpuhc: ib.port: mlx5_2/1: rate 200 < 400": {"ib.port", "mlx5_2/1", "rate 200 < 400", "true"},
+		"Not responding":                           {"", "", "", "false"},
+		"gpuhc: ":                                  {"", "", "", "false"},
+	} {
+		c, comp, m, ok := ParseReason(in)
+		if got := [4]string{c, comp, m, fmt.Sprint(ok)}; got != want {
+			t.Errorf("ParseReason(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// Every reason Reason writes parses back.
+	r := Reason([]check.Result{{Check: "host.cpu", Component: "host", Message: "1 CPU < 2"}})
+	if c, comp, m, ok := ParseReason(r); !ok || c != "host.cpu" || comp != "host" || m != "1 CPU < 2" {
+		t.Errorf("round trip of %q: %q %q %q %v", r, c, comp, m, ok)
 	}
 }

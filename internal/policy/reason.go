@@ -5,6 +5,7 @@ package policy
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -62,4 +63,25 @@ func Sanitize(s string) string {
 		cut--
 	}
 	return out[:cut]
+}
+
+// checkName is the shape of a check's name: "host.mounts", "gpu.xid",
+// "healthcheck". It tells a reason Reason wrote from an admin's free text
+// after the prefix ("gpuhc: replacing GPU 3: ticket 42").
+var checkName = regexp.MustCompile(`^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$`)
+
+// ParseReason splits a reason in Reason's form back into its check,
+// component and message; ok is false for any other reason. For a gpuhc
+// reason in free form, message is the text after the prefix.
+func ParseReason(reason string) (check, component, message string, ok bool) {
+	body, found := strings.CutPrefix(reason, Prefix)
+	if !found {
+		return "", "", "", false
+	}
+	body = strings.TrimSpace(body)
+	parts := strings.SplitN(body, ": ", 3)
+	if len(parts) == 3 && checkName.MatchString(parts[0]) && parts[1] != "" {
+		return parts[0], parts[1], parts[2], true
+	}
+	return "", "", body, false
 }

@@ -115,8 +115,12 @@ func (e Engine) describe(v stormVerdict, reason string, now time.Time) string {
 	if v.limit == 1 {
 		unit = "node"
 	}
-	s := fmt.Sprintf("%d of %d nodes already drained by gpuhc (limit %s, at most %d %s)",
-		v.count.Drained, v.count.Total, strings.Join(lim, " and "), v.limit, unit)
+	s := fmt.Sprintf("%d of %d nodes already drained by gpuhc (limit %s", v.count.Drained, v.count.Total, strings.Join(lim, " and "))
+	if e.Policy.MaxDrainedFraction > 0 {
+		// The fraction makes the number of nodes less obvious: spell it out.
+		s += fmt.Sprintf(", at most %d %s", v.limit, unit)
+	}
+	s += ")"
 	if v.cached {
 		s += fmt.Sprintf(", counted %s ago", now.Sub(v.count.Time).Round(time.Second))
 	}

@@ -66,7 +66,7 @@ func TestStormGuard(t *testing.T) {
 		{name: "fraction 1 allows every node", total: 10, ours: 9, fraction: 1, wantKind: Drained},
 		{name: "max_drained_nodes under", total: 1000, ours: 2, nodes: 3, wantKind: Drained},
 		{name: "max_drained_nodes reached", total: 1000, ours: 3, nodes: 3, wantKind: DrainSuppressed,
-			detail: "3 of 1000 nodes already drained by gpuhc (limit 3 nodes, at most 3 nodes); not draining: " + ourDrn},
+			detail: "3 of 1000 nodes already drained by gpuhc (limit 3 nodes); not draining: " + ourDrn},
 		{name: "max_drained_nodes 1 still allows the first", total: 1000, nodes: 1, wantKind: Drained},
 		{name: "the tighter of both limits applies", total: 100, ours: 5, fraction: 0.10, nodes: 5, wantKind: DrainSuppressed,
 			detail: "5 of 100 nodes already drained by gpuhc (limit 10% and 5 nodes, at most 5 nodes); not draining: " + ourDrn},

@@ -62,7 +62,7 @@
 //
 // A drain period is attributed to the check and component named in the
 // drain reason ("gpuhc: <check>: <component>: <message>", see
-// ParseReason), and to the GPU serial of the latest transition of that
+// policy.ParseReason), and to the GPU serial of the latest transition of that
 // check and component on that node. A resume is attributed like the drain
 // period it ends, or, ending none, by its own reason (its message). A
 // reason that does not name a check counts for the node and the fleet
@@ -91,6 +91,7 @@ import (
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/events"
+	"github.com/gpuhc/gpuhc/internal/policy"
 )
 
 // DefaultLemonMin is the lemon threshold when Options.LemonMin is 0.
@@ -376,7 +377,7 @@ func (a *Accumulator) Add(ev events.Event) {
 		if t >= a.until {
 			return
 		}
-		check, comp, _ := ParseReason(ev.Message)
+		check, comp, _, _ := policy.ParseReason(ev.Message)
 		kind := recDrain
 		if ev.Kind == events.KindResume {
 			kind = recResume
@@ -430,24 +431,6 @@ func (a *Accumulator) heartbeat(n *node, t int64, ev events.Event) {
 	for _, acc := range n.lastAccs {
 		acc.hours += d
 	}
-}
-
-// ParseReason splits a gpuhc drain reason, "gpuhc: <check>: <component>:
-// <message>", into its check and component. ok is false for a reason that
-// is not gpuhc's; component is empty when the reason names none.
-func ParseReason(reason string) (check, component string, ok bool) {
-	rest, found := strings.CutPrefix(reason, "gpuhc: ")
-	if !found {
-		return "", "", false
-	}
-	check, rest, found = strings.Cut(rest, ": ")
-	if !found {
-		// "gpuhc: <check>" or a cut reason: no component.
-		check, _, _ = strings.Cut(check, " ")
-		return check, "", check != ""
-	}
-	component, _, _ = strings.Cut(rest, ": ")
-	return check, component, check != ""
 }
 
 // ComponentType is a component's kind: the component without its index.

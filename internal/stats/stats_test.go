@@ -286,18 +286,3 @@ func TestComponentType(t *testing.T) {
 		}
 	}
 }
-
-func TestParseReason(t *testing.T) {
-	for reason, want := range map[string][3]string{
-		"gpuhc: host.mounts: /scratch: not mounted (+2 more)": {"host.mounts", "/scratch", "true"},
-		"gpuhc: gpu.ecc: gpu3: DBE: 2 > 0":                    {"gpu.ecc", "gpu3", "true"},
-		"gpuhc: healthcheck":                                  {"healthcheck", "", "true"},
-		"Not responding":                                      {"", "", "false"},
-		"gpuhc: ":                                             {"", "", "false"},
-	} {
-		c, comp, ok := ParseReason(reason)
-		if got := [3]string{c, comp, map[bool]string{true: "true", false: "false"}[ok]}; got != want {
-			t.Errorf("ParseReason(%q) = %q, want %q", reason, got, want)
-		}
-	}
-}

@@ -10,6 +10,15 @@
 #     per-host override makes only gpu002 need the mount. Node control: REST
 #     (scontrol configured as /nonexistent/scontrol to prove it), then with
 #     slurmrestd stopped, the fallback to the chroot's real /usr/bin/scontrol.
+#  3. Slurm 24.11 again, gpuhc-drain and the storm guard: gpu001, gpu002 and
+#     gpu003 fail different checks (a missing mount, a missing process, too
+#     little memory: one [[host]] override each, added one node at a time)
+#     with the storm guard at 2 nodes; gpu004 is drained by an admin. Two
+#     drains happen, the third is suppressed and recorded; `gpuhc-drain
+#     list` shows both drains with their detail, the suppressed node and
+#     gpu004 as not gpuhc's; `gpuhc-drain resume gpu004` is refused; drain,
+#     resume, history and stats run against the real cluster and the nodes'
+#     event logs.
 #
 # Prints PASS:/FAIL: lines and ends with "e2e: N passed, M failed"; exits 1
 # if anything failed. Everything started is stopped by PID on exit.
@@ -18,6 +27,12 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 BIN=${GPUHC_BIN:-$REPO/bin/gpuhc-healthcheck}
+DRAIN_BIN=${GPUHC_DRAIN_BIN:-$(dirname "$BIN")/gpuhc-drain}
+ONLY=${GPUHC_E2E_ONLY:-}
+case $ONLY in
+''|22|24|3) ;;
+*) echo "e2e: GPUHC_E2E_ONLY=$ONLY: want 22, 24 (scenarios 2 and 3) or 3" >&2; exit 2 ;;
+esac
 # shellcheck source=testbed.sh
 source "$HERE/testbed.sh"
 
@@ -54,6 +69,11 @@ HC24_IN=/srv/gpuhc-hc               # scenario 2 files (inside the chroot)
 HC24=$ROOT24$HC24_IN
 MNT24_IN=/srv/gpuhc-mnt             # the required mount of gpu002
 MNT24=$ROOT24$MNT24_IN
+HC3_IN=/srv/gpuhc-hc3               # scenario 3 files (inside the chroot)
+HC3=$ROOT24$HC3_IN
+EV3_IN=/var/log/gpuhc               # scenario 3 event logs, one per node
+EV3=$ROOT24$EV3_IN
+OUT3=$E2E_DIR/scenario3             # gpuhc-drain output kept for the README
 
 cleanup() {
 	local rc=$?
@@ -79,9 +99,11 @@ dump_all() {
 	echo "======== logs (failure)"
 	local d f dirs=()
 	if [[ -n ${RAN22:-} ]]; then dump_logs22 2>&1; dirs+=("$HC22"); fi
-	if [[ -n ${RAN24:-} ]]; then dump_logs24 2>&1; dirs+=("$HC24"); fi
+	if [[ -n ${RAN24:-} || -n ${RAN3:-} ]]; then dump_logs24 2>&1; fi
+	if [[ -n ${RAN24:-} ]]; then dirs+=("$HC24"); fi
+	if [[ -n ${RAN3:-} ]]; then dirs+=("$HC3" "$EV3" "$OUT3"); fi
 	for d in "${dirs[@]}"; do
-		for f in "$d"/runs.*.log "$d"/log/*; do
+		for f in "$d"/runs.*.log "$d"/log/* "$d"/*.jsonl "$d"/*.txt; do
 			[[ -f $f ]] || continue
 			echo "===== $f (last 60 lines)"; tail -60 "$f"
 		done
@@ -390,6 +412,202 @@ EOF
 }
 
 # ================================================================== main
+# ================================================================== scenario 3
+# gpuhc-drain against the 24.11 test bed, with the storm guard at 2 nodes.
+# Each faulty node gets one [[host]] override; they are added one node at a
+# time, so the order of the drains (and so which one is suppressed) is fixed.
+FAULT3_gpu001='[[host.checks.mounts.mount]]
+path = "/srv/gpuhc-e2e-absent"'
+FAULT3_gpu002='[host.checks.processes]
+required = ["gpuhc-e2e-absent"]'
+FAULT3_gpu003='[host.checks.memory]
+min_total = "64TiB"'
+
+# write_conf_3 NODE...: the scenario 3 config; each NODE gets its fault.
+write_conf_3() {
+	local n v
+	{
+		cat <<EOF
+# gpuhc e2e, scenario 3 (Slurm 24.11 chroot, gpuhc-drain, storm guard)
+state_dir = "$HC3_IN/state/%n"
+lock_file = "$HC3_IN/state/%n.lock"
+deadline = "20s"
+check_timeout = "5s"
+
+[log]
+level = "debug"
+file = "$HC3_IN/log/%n.jsonl"
+
+[events]
+file = "$EV3_IN/%n.jsonl"
+
+[policy]
+resume_after = 2
+max_drained_nodes = 2
+max_drained_fraction = 0
+
+[slurm]
+backend = "auto"
+url = "http://127.0.0.1:$S24_REST_PORT"
+token_file = "$S24_TOKEN_IN"
+user = "slurm"
+scontrol = "/usr/bin/scontrol"
+timeout = "5s"
+retries = 1
+
+[checks.thermal]
+enabled = false
+EOF
+		for n in "$@"; do
+			v=FAULT3_$n
+			printf '\n[[host]]\nmatch = "%s"\n%s\n' "$n" "${!v}"
+		done
+	} >"$HC3/gpuhc.toml.tmp"
+	mv "$HC3/gpuhc.toml.tmp" "$HC3/gpuhc.toml"
+}
+
+# drainctl ARGS...: gpuhc-drain in the chroot with the scenario 3 config
+drainctl() { s24 "$HC3_IN/gpuhc-drain" "$@" --config "$HC3_IN/gpuhc.toml"; }
+
+# list_has NODE JQ: `gpuhc-drain list --json` has exactly one row for NODE,
+# and it matches JQ
+list_has() {
+	WHY="$(jq -c --arg n "$1" '.[] | select(.node == $n)' "$OUT3/list.json" 2>&1 | head -c 600)"
+	jq -e --arg n "$1" "[.[] | select(.node == \$n) | $2] == [true]" "$OUT3/list.json" >/dev/null
+}
+
+# event_has NODE JQ: NODE's event log has an event matching JQ
+event_has() {
+	WHY="$(tail -3 "$EV3/$1.jsonl" 2>&1 | head -c 600)"
+	jq -e -s "[.[] | select($2)] | length > 0" "$EV3/$1.jsonl" >/dev/null 2>&1
+}
+
+# wait_event TIMEOUT NODE JQ
+wait_event() {
+	local end=$((SECONDS + $1))
+	until event_has "$2" "$3"; do
+		((SECONDS < end)) || return 1
+		sleep 0.5
+	done
+}
+
+scenario3() {
+	say "scenario 3: Slurm 24.11 chroot, gpuhc-drain list/drain/resume/history/stats, storm guard at 2 nodes"
+	RAN3=1
+	local n rc
+	[[ -x $DRAIN_BIN ]] || { fail "3: $DRAIN_BIN missing; run make build"; return; }
+	need_chroot
+	down24 quiet
+	rm -rf --one-file-system "$HC3" "$EV3" "$OUT3"
+	mkdir -p "$HC3"/{state,log} "$OUT3"
+	install -m 0755 "$BIN" "$HC3/gpuhc-healthcheck"
+	install -m 0755 "$DRAIN_BIN" "$HC3/gpuhc-drain"
+	hc_wrapper "$HC3/healthcheck.sh" "$HC3_IN/gpuhc-healthcheck" "$HC3_IN/gpuhc.toml" "$HC3_IN"
+	write_conf_3
+
+	GPUHC_S24_EXTRA="HealthCheckProgram=$HC3_IN/healthcheck.sh
+HealthCheckInterval=5
+HealthCheckNodeState=ANY" up24
+	touch "$HC3/armed"
+	expect "3: --check-config accepts the scenario 3 config" \
+		s24 "$HC3_IN/gpuhc-healthcheck" --check-config "$HC3_IN/gpuhc.toml"
+	expect "3: gpuhc-drain --version runs in the chroot (static binary)" s24 "$HC3_IN/gpuhc-drain" --version
+
+	s24 scontrol update NodeName=gpu004 State=DRAIN Reason="maintenance"
+	say "3: admin drained gpu004 ('maintenance')"
+	wait_runs "$HC3" gpu001 1 || true
+
+	write_conf_3 gpu001
+	say "3: gpu001 needs a missing mount"
+	expect "3: gpu001 drained by its health check (host.mounts) within ${WAIT}s" \
+		wait_node "$WAIT" show24 gpu001 drained "gpuhc: host.mounts: /srv/gpuhc-e2e-absent:"
+	write_conf_3 gpu001 gpu002
+	say "3: gpu002 needs a missing process"
+	expect "3: gpu002 drained by its health check (host.processes) within ${WAIT}s" \
+		wait_node "$WAIT" show24 gpu002 drained "gpuhc: host.processes: gpuhc-e2e-absent:"
+	write_conf_3 gpu001 gpu002 gpu003
+	say "3: gpu003 needs 64 TiB of memory"
+	expect "3: the storm guard (2 nodes) suppresses gpu003's drain and records a drain-suppressed event within ${WAIT}s" \
+		wait_event "$WAIT" gpu003 '.kind == "drain-suppressed" and (.message | test("not draining: gpuhc: host.memory: host: MemTotal .* < min 64 TiB"))'
+	expect "3: gpu003 stays undrained over 2 more runs" stays show24 gpu003 "$HC3" 2 clean
+	WHY="$(last_policy "$HC3" gpu003)"
+	expect "3: gpu003's run reports the suppression" grep -q '^policy: drain-suppressed' <<<"$WHY"
+
+	rc=0; drainctl list --events "$EV3_IN/" >"$OUT3/list.txt" 2>"$OUT3/list.err" || rc=$?
+	WHY="exit $rc: $(cat "$OUT3/list.err")"
+	expect "3: gpuhc-drain list --events $EV3_IN/ exits 0" [ "$rc" = 0 ]
+	say "3: gpuhc-drain list:"; cat "$OUT3/list.txt"
+	drainctl list --json --events "$EV3_IN/" >"$OUT3/list.json" 2>>"$OUT3/list.err" || true
+	expect "3: list shows gpu001's drain with its detail (host.mounts, component, action, by the health check)" \
+		list_has gpu001 '.owner == "gpuhc" and .check == "host.mounts" and .component == "/srv/gpuhc-e2e-absent" and .message == "not mounted" and .action == "drain" and .by == "healthcheck" and .status == "FAIL" and .duration_seconds >= 0'
+	expect "3: list shows gpu002's drain with its detail (host.processes)" \
+		list_has gpu002 '.owner == "gpuhc" and .check == "host.processes" and .component == "gpuhc-e2e-absent" and .message == "not running" and .by == "healthcheck"'
+	expect "3: list shows gpu003 as suppressed by the storm guard (host.memory)" \
+		list_has gpu003 '.owner == "gpuhc, suppressed" and .suppressed and .check == "host.memory" and .component == "host" and (.message | test("not draining"))'
+	expect "3: list shows gpu004's admin drain as not gpuhc's (reason, set by root)" \
+		list_has gpu004 '.owner == "not gpuhc" and (.gpuhc | not) and .reason == "maintenance" and .reason_user == "root"'
+	WHY="$(cat "$OUT3/list.txt")"
+	expect "3: the list table marks gpu004 'not gpuhc'" grep -q '^gpu004 .*not gpuhc.*maintenance' "$OUT3/list.txt"
+	drainctl list --csv --events "$EV3_IN/" >"$OUT3/list.csv" 2>>"$OUT3/list.err" || true
+	WHY="$(cat "$OUT3/list.csv")"
+	expect "3: list --csv has a header and 4 rows" [ "$(wc -l <"$OUT3/list.csv")" = 5 ]
+
+	rc=0; drainctl resume gpu004 >"$OUT3/resume-refused.txt" 2>&1 || rc=$?
+	WHY="exit $rc: $(cat "$OUT3/resume-refused.txt")"
+	expect "3: gpuhc-drain resume gpu004 (an admin's drain) is refused without --force (exit 1)" [ "$rc" = 1 ]
+	expect "3: gpu004 is still drained for 'maintenance'" node_is show24 gpu004 drained "maintenance" root
+
+	rc=0; drainctl stats --events "$EV3_IN/" >"$OUT3/stats-early.txt" 2>&1 || rc=$?
+	WHY="exit $rc: $(cat "$OUT3/stats-early.txt")"
+	expect "3: gpuhc-drain stats --events $EV3_IN/ runs" [ "$rc" = 0 ]
+
+	# The faults go: the health checks resume their own drains.
+	write_conf_3
+	say "3: faults removed"
+	expect "3: gpu001 and gpu002 resumed by their health checks within ${WAIT}s" \
+		eval 'wait_node "$WAIT" show24 gpu001 clean && wait_node "$WAIT" show24 gpu002 clean'
+
+	rc=0; drainctl drain gpu003 --reason "admin: gpu3: GPU swap, ticket 42" >"$OUT3/drain.txt" 2>&1 || rc=$?
+	WHY="exit $rc: $(cat "$OUT3/drain.txt")"
+	expect "3: gpuhc-drain drain gpu003 sets 'gpuhc: admin: gpu3: …'" \
+		eval '[ "$rc" = 0 ] && node_is show24 gpu003 drained "gpuhc: admin: gpu3: GPU swap, ticket 42"'
+	expect "3: the drain is recorded in gpu003's log, by gpuhc-drain:<user>" \
+		event_has gpu003 '.kind == "drain" and .message == "gpuhc: admin: gpu3: GPU swap, ticket 42" and (.by | startswith("gpuhc-drain:"))'
+	drainctl list --json gpu003 >"$OUT3/list-gpu003.json" 2>/dev/null || true
+	WHY="$(cat "$OUT3/list-gpu003.json")"
+	expect "3: list (event logs found from events.file) attributes gpu003's drain to gpuhc-drain" \
+		jq -e '.[0].owner == "gpuhc" and (.[0].by | startswith("gpuhc-drain:"))' "$OUT3/list-gpu003.json"
+	wait_runs "$HC3" gpu003 2 || true
+	expect "3: gpu003's health check leaves gpuhc-drain's drain alone" \
+		node_is show24 gpu003 drained "gpuhc: admin: gpu3: GPU swap, ticket 42"
+	rc=0; drainctl resume gpu003 >"$OUT3/resume.txt" 2>&1 || rc=$?
+	WHY="exit $rc: $(cat "$OUT3/resume.txt")"
+	expect "3: gpuhc-drain resume gpu003 resumes it and records the resume" \
+		eval '[ "$rc" = 0 ] && wait_node 10 show24 gpu003 clean && event_has gpu003 ".kind == \"resume\" and (.by | startswith(\"gpuhc-drain:\"))"'
+	rc=0; drainctl resume --force gpu004 >"$OUT3/resume-force.txt" 2>&1 || rc=$?
+	WHY="exit $rc: $(cat "$OUT3/resume-force.txt")"
+	expect "3: gpuhc-drain resume --force gpu004 resumes the admin's drain" \
+		eval '[ "$rc" = 0 ] && wait_node 10 show24 gpu004 clean'
+
+	rc=0; drainctl history --events "$EV3_IN/" >"$OUT3/history.txt" 2>&1 || rc=$?
+	WHY="exit $rc: $(tail -5 "$OUT3/history.txt")"
+	expect "3: gpuhc-drain history shows the drains, the suppression and the 4 resumes" \
+		eval '[ "$rc" = 0 ] && grep -q " drain-suppressed " "$OUT3/history.txt" && [ "$(grep -c " resume " "$OUT3/history.txt")" -ge 4 ]'
+	rc=0; drainctl stats --events "$EV3_IN/" >"$OUT3/stats.txt" 2>&1 || rc=$?
+	WHY="exit $rc: $(cat "$OUT3/stats.txt")"
+	expect "3: gpuhc-drain stats runs after the resumes" [ "$rc" = 0 ]
+	say "3: gpuhc-drain stats:"; cat "$OUT3/stats.txt"
+	drainctl stats --json --events "$EV3_IN/" >"$OUT3/stats.json" 2>&1 || true
+	say "3: gpuhc-drain output kept in $OUT3"
+
+	for n in "${S24_NODES[@]}"; do
+		s24 scontrol update NodeName="$n" State=RESUME >/dev/null 2>&1 || true
+	done
+	down24 quiet
+}
+
+# ================================================================== main
 say "binary: $("$BIN" --version)"
-[[ ${GPUHC_E2E_ONLY:-} == 24 ]] || scenario22
-[[ ${GPUHC_E2E_ONLY:-} == 22 ]] || scenario24
+case $ONLY in '' | 22) scenario22 ;; esac
+case $ONLY in '' | 24) scenario24 ;; esac
+case $ONLY in '' | 24 | 3) scenario3 ;; esac

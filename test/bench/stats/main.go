@@ -6,12 +6,9 @@
 //
 //	go run ./test/bench/stats [-nodes 10000] [-days 365] [-bin bin/gpuhc-drain]
 //
-// Without -bin the child is this program itself, running events.Scan and
-// stats.Accumulator as the CLI does, and writing the JSON report.
-//
-// TODO(issue 6): once `gpuhc-drain stats` exists, make -bin default to
-// bin/gpuhc-drain (the Makefile's bench target then measures the real CLI:
-// `gpuhc-drain stats --events DIR`).
+// `make bench` passes -bin bin/gpuhc-drain, so the real CLI is measured
+// (`gpuhc-drain stats --events DIR`). Without -bin the child is this
+// program itself, running events.Scan and stats.Accumulator as the CLI does.
 package main
 
 import (

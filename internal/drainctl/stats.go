@@ -1,0 +1,244 @@
+package drainctl
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpuhc/gpuhc/internal/events"
+	"github.com/gpuhc/gpuhc/internal/stats"
+)
+
+const statsAbout = `Computes failure statistics from the event logs: observed hours, episodes
+(one per failure of a component, however often it was seen), MTTF (hours
+per episode), drains, resumes, MTTR (mean drain-to-resume time) and open
+drains, fleet-wide and per node, check, GPU serial and component type,
+and ranks the lemons: the nodes and GPUs with the most episodes. Hours
+come from the health check's heartbeats; without them MTTF is "-".
+--json prints the whole report as one object.`
+
+type statsOpts struct {
+	common
+	node, check  string
+	since, until string
+	lemonMin     int
+	by           string
+}
+
+// statsSections are the breakdowns --by can choose, in print order.
+var statsSections = []string{"node", "check", "serial", "type", "lemons"}
+
+func (p Program) stats(args []string) error {
+	var o statsOpts
+	fs := p.flags("stats", "", statsAbout, &o.common, true)
+	fs.StringVar(&o.node, "node", "", "only these nodes (`hostlist` or glob: gpu[001-004], gpu0*)")
+	fs.StringVar(&o.check, "check", "", "only this `check`, by name (host.mounts) or glob (gpu.*)")
+	fs.StringVar(&o.since, "since", "", "window start `when`: a duration back (30d, 2w) or a time (2026-11-01, RFC 3339); default: the first event")
+	fs.StringVar(&o.until, "until", "", "window end `when` (same forms as --since); default: now")
+	fs.IntVar(&o.lemonMin, "lemon-min", stats.DefaultLemonMin, "episodes that make a node or GPU a lemon (`N`)")
+	fs.StringVar(&o.by, "by", strings.Join(statsSections, ","), "breakdowns to print (table and CSV), comma-separated: `node,check,serial,type,lemons`")
+	pos, err := parse(fs, &o.common, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(pos); err != nil {
+		return err
+	}
+	now := p.now()
+	since, err := parseWhen(o.since, now)
+	if err != nil {
+		return usagef("--since: %v", err)
+	}
+	until, err := parseWhen(o.until, now)
+	if err != nil {
+		return usagef("--until: %v", err)
+	}
+	if !since.IsZero() && !until.IsZero() && !since.Before(until) {
+		return usagef("--since must be before --until")
+	}
+	if o.lemonMin < 1 {
+		return usagef("--lemon-min must be at least 1")
+	}
+	sections, err := bySections(o.by)
+	if err != nil {
+		return err
+	}
+	match, err := nodeMatcher(o.node)
+	if err != nil {
+		return err
+	}
+	acc := stats.New(stats.Options{Since: since, Until: until, LemonMin: o.lemonMin, Check: o.check})
+	ctx, cancel := slurmContext()
+	defer cancel()
+	err = p.scanEach(ctx, &o.common, func(ev events.Event) {
+		if match(ev.Node) {
+			acc.Add(ev)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	rep := acc.Report()
+	rep.Filter.Node = o.node
+	switch o.format() {
+	case formatJSON:
+		return emit(p.Stdout, formatJSON, table{}, rep)
+	case formatCSV:
+		return emit(p.Stdout, formatCSV, statsCSV(rep, sections), nil)
+	}
+	return printStats(p.Stdout, rep, sections)
+}
+
+func bySections(s string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, b := range strings.Split(s, ",") {
+		b = strings.TrimSpace(b)
+		if b == "" {
+			continue
+		}
+		ok := false
+		for _, k := range statsSections {
+			ok = ok || k == b
+		}
+		if !ok {
+			return nil, usagef("--by %q: want some of %s", b, strings.Join(statsSections, ","))
+		}
+		out[b] = true
+	}
+	return out, nil
+}
+
+// hoursText prints a mean time as an admin reads it (3d4h, 25m10s).
+func hoursText(h *float64) string {
+	if h == nil {
+		return "-"
+	}
+	return human(time.Duration(*h * float64(time.Hour)))
+}
+
+func statsRow(r stats.Row) []string {
+	i := strconv.Itoa
+	return []string{r.Key, stats.FormatHours(&r.Hours), i(r.Episodes), hoursText(r.MTTF),
+		i(r.Drains), i(r.Resumes), i(r.Repairs), hoursText(r.MTTR), i(r.Open)}
+}
+
+var statsHead = []string{"HOURS", "EPISODES", "MTTF", "DRAINS", "RESUMES", "REPAIRS", "MTTR", "OPEN"}
+
+func printStats(w io.Writer, rep stats.Report, sections map[string]bool) error {
+	fmt.Fprintln(w, windowLine(rep))
+	section := func(title string, rows []stats.Row, serial bool) error {
+		t := table{head: append([]string{title}, statsHead...)}
+		if serial {
+			t.head = append(t.head, "NODES")
+		}
+		for _, r := range rows {
+			cells := statsRow(r)
+			if serial {
+				cells = append(cells, strings.Join(r.Nodes, ","))
+			}
+			t.rows = append(t.rows, cells)
+		}
+		fmt.Fprintln(w)
+		return emit(w, formatTable, t, nil)
+	}
+	if err := section("FLEET", []stats.Row{rep.Fleet}, false); err != nil {
+		return err
+	}
+	for _, s := range []struct {
+		key, title string
+		rows       []stats.Row
+	}{
+		{"node", "NODE", rep.ByNode},
+		{"check", "CHECK", rep.ByCheck},
+		{"serial", "GPU SERIAL", rep.BySerial},
+		{"type", "COMPONENT TYPE", rep.ByComponentType},
+	} {
+		if !sections[s.key] || len(s.rows) == 0 {
+			continue
+		}
+		if err := section(s.title, s.rows, s.key == "serial"); err != nil {
+			return err
+		}
+	}
+	if !sections["lemons"] {
+		return nil
+	}
+	fmt.Fprintln(w)
+	if len(rep.Lemons) == 0 {
+		_, err := fmt.Fprintf(w, "lemons (%d or more episodes): none\n", rep.LemonMin)
+		return err
+	}
+	fmt.Fprintf(w, "lemons (%d or more episodes):\n", rep.LemonMin)
+	t := table{head: []string{"RANK", "KIND", "KEY", "EPISODES", "SHARE", "MTTF", "DRAINS", "MTTR", "NODES"}}
+	for _, l := range rep.Lemons {
+		t.rows = append(t.rows, []string{strconv.Itoa(l.Rank), l.Kind, l.Key, strconv.Itoa(l.Episodes),
+			fmt.Sprintf("%.0f%%", 100*l.Share), hoursText(l.MTTF), strconv.Itoa(l.Drains), hoursText(l.MTTR),
+			strings.Join(l.Nodes, ",")})
+	}
+	return emit(w, formatTable, t, nil)
+}
+
+func windowLine(rep stats.Report) string {
+	end := func(t *time.Time, open string) string {
+		if t == nil {
+			return open
+		}
+		return stamp(*t)
+	}
+	s := fmt.Sprintf("window: %s to %s", end(rep.Window.Since, "first event"), end(rep.Window.Until, "now"))
+	if rep.Window.From != nil {
+		s += fmt.Sprintf("; observed %s to %s", stamp(*rep.Window.From), stamp(*rep.Window.To))
+	}
+	s += fmt.Sprintf("; %d events", rep.Events)
+	if rep.Skipped > 0 {
+		s += fmt.Sprintf(" (%d skipped)", rep.Skipped)
+	}
+	var f []string
+	if rep.Filter.Node != "" {
+		f = append(f, "node "+rep.Filter.Node)
+	}
+	if rep.Filter.Check != "" {
+		f = append(f, "check "+rep.Filter.Check)
+	}
+	if len(f) > 0 {
+		s += "; " + strings.Join(f, ", ")
+	}
+	return s
+}
+
+// statsCSV is every chosen breakdown in one CSV, a "section" column first;
+// hours are plain numbers, empty when undefined.
+func statsCSV(rep stats.Report, sections map[string]bool) table {
+	t := table{head: []string{"section", "key", "hours", "episodes", "mttf_hours", "drains", "resumes",
+		"repairs", "mttr_hours", "open", "rank", "share", "nodes"}}
+	num := func(h *float64) string {
+		if h == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*h, 'f', 4, 64)
+	}
+	add := func(section string, r stats.Row, rank, share string) {
+		i := strconv.Itoa
+		t.rows = append(t.rows, []string{section, r.Key, num(&r.Hours), i(r.Episodes), num(r.MTTF), i(r.Drains),
+			i(r.Resumes), i(r.Repairs), num(r.MTTR), i(r.Open), rank, share, strings.Join(r.Nodes, " ")})
+	}
+	add("fleet", rep.Fleet, "", "")
+	for _, s := range []struct {
+		key  string
+		rows []stats.Row
+	}{{"node", rep.ByNode}, {"check", rep.ByCheck}, {"serial", rep.BySerial}, {"type", rep.ByComponentType}} {
+		if sections[s.key] {
+			for _, r := range s.rows {
+				add(s.key, r, "", "")
+			}
+		}
+	}
+	if sections["lemons"] {
+		for _, l := range rep.Lemons {
+			add("lemon-"+l.Kind, l.Row, strconv.Itoa(l.Rank), strconv.FormatFloat(l.Share, 'f', 4, 64))
+		}
+	}
+	return t
+}
