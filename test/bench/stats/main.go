@@ -84,7 +84,7 @@ func bench(nodes, days int, seed uint64, cache, bin string, maxWall time.Duratio
 	fmt.Printf("  logs in %s (generated in %.1fs; remove the directory to free the space)\n", logs, info.GenerateSeconds)
 
 	var cmd *exec.Cmd
-	what := "in-process events.Scan + stats (no CLI yet)"
+	what := "in-process events.Scan + stats"
 	if bin != "" {
 		cmd = exec.Command(bin, "stats", "--events", logs)
 		what = bin + " stats --events DIR"
