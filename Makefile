@@ -7,14 +7,22 @@ DATE      ?= $(shell git log -1 --format=%cI 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X github.com/gpuhc/gpuhc/internal/version.Version=$(VERSION) \
              -X github.com/gpuhc/gpuhc/internal/version.Commit=$(COMMIT) \
              -X github.com/gpuhc/gpuhc/internal/version.Date=$(DATE)
-PROGRAMS  := healthcheck prolog epilog drain
+# gpuhc-healthcheck links NVML through cgo (the library itself is dlopened
+# at run time); the others are static.
+CGO_PROGRAMS    := healthcheck
+STATIC_PROGRAMS := prolog epilog drain
+# go-nvml's header marks calls deprecated that we never make; keep builds quiet.
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
 .PHONY: all build test e2e bench lint clean
 all: build
 
 build:
 	@mkdir -p $(BIN)
-	@for p in $(PROGRAMS); do \
+	@for p in $(CGO_PROGRAMS); do \
+		CGO_ENABLED=1 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gpuhc-$$p ./$$p || exit 1; \
+	done
+	@for p in $(STATIC_PROGRAMS); do \
 		CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gpuhc-$$p ./$$p || exit 1; \
 	done
 

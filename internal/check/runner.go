@@ -104,3 +104,16 @@ func Flatten(timed []Timed) []Result {
 	})
 	return all
 }
+
+// FinishEarly ends a little before ctx's deadline, so that a check whose
+// device or filesystem does not answer can report that by name ("NVML did
+// not answer in 9s") before the runner gives up on it with a generic
+// "timed out".
+func FinishEarly(ctx context.Context) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	margin := min(max(time.Until(dl)/10, 20*time.Millisecond), time.Second)
+	return context.WithDeadline(ctx, dl.Add(-margin))
+}

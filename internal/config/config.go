@@ -95,6 +95,7 @@ type Checks struct {
 	Mounts    Mounts    `toml:"mounts"`
 	Memory    Memory    `toml:"memory"`
 	CPU       CPU       `toml:"cpu"`
+	GPU       GPU       `toml:"gpu"`
 }
 
 // Common is embedded in every check section.
@@ -201,6 +202,7 @@ func Default() Config {
 			Mounts:    Mounts{Common: on},
 			Memory:    Memory{Common: on},
 			CPU:       CPU{Common: on},
+			GPU:       defaultGPU(),
 		},
 	}
 }

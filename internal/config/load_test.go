@@ -64,10 +64,10 @@ func TestLoadStrictErrors(t *testing.T) {
 			`"dead line" = 1`),
 			"n1", []string{"1 checks.thermal.hot", `2 "dead line"`}},
 		{"unknown table is reported once, not each key in it", doc(
-			`[checks.gpu]`,
+			`[checks.fpga]`,
 			`a = 1`,
 			`b = 2`),
-			"n1", []string{"1 checks.gpu"}},
+			"n1", []string{"1 checks.fpga"}},
 		{"unknown key in each array-of-tables entry", doc(
 			`[[checks.mounts.mount]]`,
 			`path = "/a"`,

@@ -204,6 +204,7 @@ func (ps *problems) checks(c Checks, deadline time.Duration) {
 	if c.CPU.Expected < 0 {
 		ps.add("checks.cpu.expected", "must not be negative, got %d", c.CPU.Expected)
 	}
+	ps.gpu(c.GPU, deadline)
 }
 
 func (ps *problems) thermal(t Thermal) {

@@ -52,7 +52,7 @@ func (m *mounts) Run(ctx context.Context) []check.Result {
 		}
 		return stamp(nameMounts, out)
 	}
-	opCtx, cancel := finishEarly(ctx)
+	opCtx, cancel := check.FinishEarly(ctx)
 	defer cancel()
 	// Mounts are judged side by side so that one hung server costs one
 	// timeout for the whole check, not one per mount after it.
@@ -63,18 +63,6 @@ func (m *mounts) Run(ctx context.Context) []check.Result {
 	}
 	wg.Wait()
 	return stamp(nameMounts, out)
-}
-
-// finishEarly ends a little before ctx's deadline, so that a mount that
-// does not answer is reported by us, by name, rather than by the runner as
-// a generic check timeout.
-func finishEarly(ctx context.Context) (context.Context, context.CancelFunc) {
-	dl, ok := ctx.Deadline()
-	if !ok {
-		return context.WithCancel(ctx)
-	}
-	margin := min(max(time.Until(dl)/10, 20*time.Millisecond), time.Second)
-	return context.WithDeadline(ctx, dl.Add(-margin))
 }
 
 func (m *mounts) table() ([]mountEntry, error) {

@@ -1,0 +1,4 @@
+package sim
+
+// xidPart: healthy defaults and faults for gpu.xid. To be filled in.
+var xidPart = part{name: "xid"}

@@ -1,0 +1,52 @@
+// Package statefile keeps the small JSON records checks carry between runs
+// (counters for deltas, the kernel-log cursor) in the state directory.
+package statefile
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/gpuhc/gpuhc/internal/atomicfile"
+)
+
+// ErrCorrupt marks a record that could not be parsed; callers start afresh.
+var ErrCorrupt = errors.New("corrupt state record")
+
+// Dir is a state directory. A ReadOnly Dir (a dry run) loads but never
+// saves, so a dry run leaves every counter and cursor where it was.
+type Dir struct {
+	Path     string
+	ReadOnly bool
+}
+
+// Load reads name into v; a missing record leaves v untouched.
+func (d Dir) Load(name string, v any) error {
+	p := filepath.Join(d.Path, name)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", p, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%w %s: %v", ErrCorrupt, p, err)
+	}
+	return nil
+}
+
+// Save replaces name with v, atomically and fsynced.
+func (d Dir) Save(name string, v any) error {
+	if d.ReadOnly {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", name, err)
+	}
+	return atomicfile.Write(filepath.Join(d.Path, name), append(b, '\n'), atomicfile.State("."+name+".*"))
+}
