@@ -74,6 +74,10 @@ type Policy struct {
 	// trusted to refuse a drain without listing the nodes again; 0 lists
 	// every time.
 	StormCache Duration `toml:"storm_cache"`
+	// StormJitter spreads the guard's node listing over this long: slurmd
+	// runs the health check on every node at once, and nodes that count
+	// at the same moment all see room. Also spreads the load on slurmctld.
+	StormJitter Duration `toml:"storm_jitter"`
 }
 
 // Slurm configures node control.
@@ -185,7 +189,7 @@ func Default() Config {
 		Events:       Events{File: "/var/log/gpuhc/events.jsonl", Heartbeat: Duration{24 * time.Hour}},
 		Policy: Policy{
 			ResumeAfter: 2, AutoResume: true,
-			MaxDrainedFraction: 0.10, StormCache: Duration{60 * time.Second},
+			MaxDrainedFraction: 0.10, StormCache: Duration{60 * time.Second}, StormJitter: Duration{5 * time.Second},
 		},
 		Slurm: Slurm{
 			Backend:   "auto",

@@ -241,9 +241,9 @@ func TestStormGuardKeysLoad(t *testing.T) {
 		text string
 		want Policy
 	}{
-		{"max_drained_fraction = 0\nmax_drained_nodes = 3\nstorm_cache = \"0s\"", Policy{MaxDrainedNodes: 3}},
-		{"max_drained_fraction = 1", Policy{MaxDrainedFraction: 1, StormCache: Duration{time.Minute}}},
-		{"max_drained_fraction = 0.25\nstorm_cache = \"2m\"", Policy{MaxDrainedFraction: 0.25, StormCache: Duration{2 * time.Minute}}},
+		{"max_drained_fraction = 0\nmax_drained_nodes = 3\nstorm_cache = \"0s\"", Policy{MaxDrainedNodes: 3, StormJitter: Duration{5 * time.Second}}},
+		{"max_drained_fraction = 1", Policy{MaxDrainedFraction: 1, StormCache: Duration{time.Minute}, StormJitter: Duration{5 * time.Second}}},
+		{"max_drained_fraction = 0.25\nstorm_cache = \"2m\"", Policy{MaxDrainedFraction: 0.25, StormCache: Duration{2 * time.Minute}, StormJitter: Duration{5 * time.Second}}},
 	} {
 		c, err := Parse("t.toml", []byte("[policy]\n"+tc.text+"\n"), "n1")
 		if err != nil {

@@ -89,6 +89,9 @@ func (ps *problems) policy(p Policy) {
 	if p.MaxDrainedNodes < 0 {
 		ps.add("policy.max_drained_nodes", "must not be negative (0 turns this limit off), got %d", p.MaxDrainedNodes)
 	}
+	if d := p.StormJitter.Duration; d < 0 || d > 20*time.Second {
+		ps.add("policy.storm_jitter", "want 0s to 20s (it comes out of the run's time), got %s", d)
+	}
 	if p.StormCache.Duration < 0 {
 		ps.add("policy.storm_cache", "must not be negative (0s turns the cache off), got %s", p.StormCache.Duration)
 	}

@@ -124,29 +124,56 @@ func (p Program) record(ctx context.Context, log *logrus.Entry, node string, cfg
 		save = errors.Is(err, errHistoryCorrupt)
 	}
 	h.Failures, _ = h.Failures.Update(results)
-	if h.tick(now, cfg.Events.Heartbeat.Duration) {
-		beat := events.Event{
-			Time: now, Kind: events.KindHeartbeat, Node: node, By: "healthcheck",
-			Hours: hours(h.OperatingSeconds), BootID: events.BootID(cfg.Root),
-		}
-		if err := (events.Log{Path: cfg.Events.File}).Append(ctx, beat); err != nil {
-			log.WithError(err).Error("heartbeat event not written; its hours go into the next one")
-		} else {
-			h.OperatingSeconds, h.LastHeartbeat = 0, now
-		}
-	}
+	saved := false
 	if save {
-		if err := saveHistory(path, h); err != nil {
-			log.WithError(err).Error("run history not saved")
-		}
+		saved = p.heartbeat(ctx, log, node, cfg, path, &h, now)
 	}
 	if cfg.Metrics.TextfileDir == "" {
+		return
+	}
+	if !saved {
+		// The counts just computed were not kept; publishing them would let
+		// gpuhc_failures_total go down on the next run.
+		log.Error("metrics not written: the run history could not be saved")
 		return
 	}
 	snap := metrics.Snapshot{Results: results, Timed: timed, Failures: h.Failures.Total, LastRun: now, Drained: drained}
 	if err := metrics.WriteTextfile(cfg.Metrics.TextfileDir, snap.Format()); err != nil {
 		log.WithError(err).Error("metrics not written")
 	}
+}
+
+// heartbeat advances the clock, writes the heartbeat event when one is
+// due, and saves the history; it reports whether the history was saved.
+// The history is saved before the event is appended: if the save failed
+// after the append, every later run would reload the old clock and write
+// the same hours again, inflating MTTF. Losing hours is the safe side.
+func (p Program) heartbeat(ctx context.Context, log *logrus.Entry, node string, cfg config.Config, path string, h *history, now time.Time) bool {
+	if !h.tick(now, cfg.Events.Heartbeat.Duration) {
+		if err := saveHistory(path, *h); err != nil {
+			log.WithError(err).Error("run history not saved")
+			return false
+		}
+		return true
+	}
+	pending, last := h.OperatingSeconds, h.LastHeartbeat
+	h.OperatingSeconds, h.LastHeartbeat = 0, now
+	if err := saveHistory(path, *h); err != nil {
+		log.WithError(err).Error("run history not saved; no heartbeat this run")
+		return false
+	}
+	beat := events.Event{
+		Time: now, Kind: events.KindHeartbeat, Node: node, By: "healthcheck",
+		Hours: hours(pending), BootID: events.BootID(cfg.Root),
+	}
+	if err := (events.Log{Path: cfg.Events.File}).Append(ctx, beat); err != nil {
+		log.WithError(err).Error("heartbeat event not written; its hours go into the next one")
+		h.OperatingSeconds, h.LastHeartbeat = pending, last
+		if err := saveHistory(path, *h); err != nil {
+			log.WithError(err).Error("run history not saved")
+		}
+	}
+	return true
 }
 
 func (p Program) now() time.Time {

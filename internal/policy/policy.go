@@ -51,6 +51,10 @@ type Engine struct {
 	// StormFile()); empty: no cache, every guarded drain lists the nodes.
 	// The limits and the cache's lifetime are in Policy.
 	StormFile string
+	// Sleep and Jitter (a number in [0,1)) spread the storm guard's
+	// listing; nil means a real timer and math/rand.
+	Sleep  func(ctx context.Context, d time.Duration) error
+	Jitter func() float64
 }
 
 // Run is the result of one Apply: the new state to save and events to log.
@@ -137,10 +141,11 @@ func (e Engine) drain(ctx context.Context, reason string, st *State, run *Run, n
 			return Outcome{AlreadyDrained, n.Reason + " (not set by this node's health check; left alone)"}, nil
 		}
 		return Outcome{AlreadyDrained, n.Reason}, nil
-	case offline(n) && n.Reason != "" && !Owned(n.Reason):
-		// An admin's drain, or slurmctld's own "Not responding": replacing
-		// that reason would hide it, and a DOWN node given DRAIN is not
-		// returned to service by ReturnToService.
+	case offline(n) && n.Reason != "":
+		// An admin's drain, slurmctld's own "Not responding", or a DOWN
+		// node still showing an old gpuhc reason (24.11 keeps reasons after
+		// RESUME): replacing it would hide why the node is out, and a DOWN
+		// node given DRAIN is not returned to service by ReturnToService.
 		if st.Foreign != n.Reason {
 			st.Foreign = n.Reason
 			run.Events = append(run.Events, e.event(now, events.KindDrainSkipped, n.Reason, e.Ctl.Backend()))
@@ -148,6 +153,7 @@ func (e Engine) drain(ctx context.Context, reason string, st *State, run *Run, n
 		st.Drained, st.Suppressed = nil, ""
 		return Outcome{ForeignDrain, fmt.Sprintf("left alone, %s by someone else: %q (we would say %q)", strings.ToLower(n.Base()), n.Reason, reason)}, nil
 	}
+	e.drainGone(st, run, n, now)
 	if e.stormOn() {
 		v, err := e.storm(ctx, now)
 		if err != nil {
@@ -156,13 +162,7 @@ func (e Engine) drain(ctx context.Context, reason string, st *State, run *Run, n
 			return Outcome{}, fmt.Errorf("storm guard before draining %s: %w", e.Node, err)
 		}
 		if v.suppress {
-			detail := e.describe(v, reason, now)
-			if st.Suppressed != reason {
-				st.Suppressed = reason
-				run.Events = append(run.Events, e.event(now, events.KindDrainSuppressed, detail, e.Ctl.Backend()))
-			}
-			st.Drained, st.Foreign = nil, ""
-			return Outcome{DrainSuppressed, detail}, nil
+			return e.suppress(st, run, reason, e.describe(v, reason, now), now), nil
 		}
 	}
 	if err := e.Ctl.Drain(ctx, e.Node, reason); err != nil {
@@ -171,7 +171,47 @@ func (e Engine) drain(ctx context.Context, reason string, st *State, run *Run, n
 	st.Drained = &Drain{Reason: reason, At: now}
 	st.Foreign, st.Suppressed = "", ""
 	run.Events = append(run.Events, e.event(now, events.KindDrain, reason, e.Ctl.Backend()))
+	if e.stormOn() {
+		if detail, over := e.recount(ctx, reason); over {
+			// Nodes that failed together all saw room; the late ones give
+			// their drain back, so the limit holds.
+			if err := e.Ctl.Resume(ctx, e.Node); err == nil || e.resumedAnyway(ctx) {
+				run.Events = append(run.Events, e.event(now, events.KindResume, reason, e.Ctl.Backend()))
+				st.Drained = nil
+				return e.suppress(st, run, reason, detail, now), nil
+			}
+		}
+	}
 	return Outcome{Drained, reason}, nil
+}
+
+// suppress records a drain the storm guard refused, once per failing
+// check and component: the reason carries measured values that change
+// from run to run.
+func (e Engine) suppress(st *State, run *Run, reason, detail string, now time.Time) Outcome {
+	key := reason
+	if chk, comp, _, ok := ParseReason(reason); ok {
+		key = chk + ": " + comp
+	}
+	if st.Suppressed != key {
+		st.Suppressed = key
+		run.Events = append(run.Events, e.event(now, events.KindDrainSuppressed, detail, e.Ctl.Backend()))
+	}
+	st.Drained, st.Foreign = nil, ""
+	return Outcome{DrainSuppressed, detail}
+}
+
+// drainGone records the end of a drain of ours that someone else resumed
+// while we were not looking, so that the statistics pair every drain with
+// its resume.
+func (e Engine) drainGone(st *State, run *Run, n slurm.Node, now time.Time) {
+	if st.Drained == nil || n.Drained() {
+		return
+	}
+	ev := e.event(now, events.KindResume, st.Drained.Reason, e.Ctl.Backend())
+	ev.By = "not gpuhc (found resumed)"
+	run.Events = append(run.Events, ev)
+	st.Drained, st.HealthyRuns = nil, 0
 }
 
 func (e Engine) healthy(ctx context.Context, st *State, run *Run, now time.Time) (Outcome, error) {
@@ -195,7 +235,11 @@ func (e Engine) healthy(ctx context.Context, st *State, run *Run, now time.Time)
 		return Outcome{}, fmt.Errorf("read node %s before resuming: %w", e.Node, err)
 	}
 	if ok, why := resumable(n, st.Drained.Reason); !ok {
-		if !n.Drained() || n.Reason != st.Drained.Reason {
+		if !n.Drained() {
+			e.drainGone(st, run, n, now)
+			return Outcome{Released, why}, nil
+		}
+		if n.Reason != st.Drained.Reason {
 			// Not ours any more: someone resumed or re-reasoned it.
 			st.Drained, st.HealthyRuns = nil, 0
 			return Outcome{Released, why}, nil
@@ -241,7 +285,7 @@ func resumable(n slurm.Node, ours string) (bool, string) {
 }
 
 func (e Engine) event(now time.Time, kind, msg, backend string) events.Event {
-	return events.Event{Time: now, Kind: kind, Node: e.Node, Message: msg, Backend: backend, BootID: e.BootID}
+	return events.Event{Time: now, Kind: kind, Node: e.Node, Message: msg, Backend: backend, BootID: e.BootID, By: "healthcheck"}
 }
 
 func key(r check.Result) string { return r.Check + "/" + r.Component }

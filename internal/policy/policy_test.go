@@ -27,6 +27,8 @@ type fakeSlurm struct {
 	others  []slurm.Node
 	list    []slurm.Node
 	listErr error
+	// listHook rewrites each list answer (nodes appearing between calls).
+	listHook func([]slurm.Node) []slurm.Node
 }
 
 func (f *fakeSlurm) Backend() string { return "fake" }
@@ -44,7 +46,11 @@ func (f *fakeSlurm) Nodes(context.Context) ([]slurm.Node, error) {
 	}
 	self := f.node
 	self.Name = "gpu001"
-	return append(append([]slurm.Node{}, f.others...), self), nil
+	out := append(append([]slurm.Node{}, f.others...), self)
+	if f.listHook != nil {
+		out = f.listHook(out)
+	}
+	return out, nil
 }
 func (f *fakeSlurm) Drain(_ context.Context, name, reason string) error {
 	f.calls = append(f.calls, "drain "+name+" "+reason)
@@ -76,7 +82,8 @@ var (
 )
 
 func engine(f *fakeSlurm) Engine {
-	return Engine{Node: "gpu001", Policy: config.Default().Policy, Ctl: f, Now: func() time.Time { return t0 }}
+	return Engine{Node: "gpu001", Policy: config.Default().Policy, Ctl: f, Now: func() time.Time { return t0 },
+		Jitter: func() float64 { return 0 }}
 }
 
 func idle(state ...string) slurm.Node {
@@ -107,7 +114,7 @@ func TestApply(t *testing.T) {
 		{name: "healthy node we never drained makes no call", node: idle(), results: healthy,
 			wantKind: Nothing, wantCalls: nil, wantState: func(s State) bool { return s.Drained == nil }},
 		{name: "failure drains with our reason", node: idle(), results: failing,
-			wantKind: Drained, wantCalls: []string{"get gpu001", "list", "drain gpu001 " + ourDrn},
+			wantKind: Drained, wantCalls: []string{"get gpu001", "list", "drain gpu001 " + ourDrn, "list"},
 			wantState: func(s State) bool { return s.Drained != nil && s.Drained.Reason == ourDrn },
 			wantEvent: []string{events.KindTransition, events.KindDrain}},
 		{name: "already drained by us: no second drain", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: ourDrn},
@@ -128,16 +135,22 @@ func TestApply(t *testing.T) {
 			wantKind: ForeignDrain, wantCalls: []string{"get gpu001"}, wantEvent: nil},
 		{name: "stale gpuhc reason on an idle node (24.11 after RESUME) is drained again",
 			node: slurm.Node{State: []string{"IDLE"}, Reason: "gpuhc: old"}, results: failing,
-			wantKind: Drained, wantCalls: []string{"get gpu001", "list", "drain gpu001 " + ourDrn}},
+			wantKind: Drained, wantCalls: []string{"get gpu001", "list", "drain gpu001 " + ourDrn, "list"}},
 		{name: "DOWN node with slurmctld's reason is left alone", node: slurm.Node{State: []string{"DOWN", "NOT_RESPONDING"}, Reason: "Not responding"},
 			results: failing, wantKind: ForeignDrain, wantCalls: []string{"get gpu001"},
 			wantState: func(s State) bool { return s.Drained == nil && s.Foreign == "Not responding" }},
 		{name: "DOWN node with an admin's reason is left alone", node: slurm.Node{State: []string{"DOWN"}, Reason: "bad DIMM, ticket 4711"},
 			results: failing, wantKind: ForeignDrain, wantCalls: []string{"get gpu001"}},
+		{name: "DOWN node with a stale gpuhc reason and no DRAIN is left alone", node: slurm.Node{State: []string{"DOWN", "NOT_RESPONDING"}, Reason: "gpuhc: old failure"},
+			results: failing, wantKind: ForeignDrain, wantCalls: []string{"get gpu001"}},
+		{name: "our drain resumed by someone else is recorded before draining again", node: idle(),
+			prev: drainedByUs, results: failing, wantKind: Drained,
+			wantCalls: []string{"get gpu001", "list", "drain gpu001 " + ourDrn, "list"},
+			wantEvent: []string{events.KindTransition, events.KindResume, events.KindDrain}},
 		{name: "FAIL node with an admin's reason is left alone", node: slurm.Node{State: []string{"IDLE", "FAIL"}, Reason: "failing PSU"},
 			results: failing, wantKind: ForeignDrain, wantCalls: []string{"get gpu001"}},
 		{name: "DOWN node without a reason is drained", node: slurm.Node{State: []string{"DOWN"}},
-			results: failing, wantKind: Drained, wantCalls: []string{"get gpu001", "list", "drain gpu001 " + ourDrn}},
+			results: failing, wantKind: Drained, wantCalls: []string{"get gpu001", "list", "drain gpu001 " + ourDrn, "list"}},
 		{name: "our drain re-reasoned with another gpuhc reason is released", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: "gpuhc: admin: RMA"},
 			prev: drainedByUs, results: failing, wantKind: AlreadyDrained, wantCalls: []string{"get gpu001"},
 			wantState: func(s State) bool { return s.Drained == nil }},
@@ -154,9 +167,10 @@ func TestApply(t *testing.T) {
 		{name: "admin re-reasoned our drain: never resumed", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: "RMA ticket 42"},
 			prev: State{Drained: drainedByUs.Drained, HealthyRuns: 1}, results: healthy, wantKind: Released,
 			wantCalls: []string{"get gpu001"}, wantState: func(s State) bool { return s.Drained == nil }},
-		{name: "admin resumed already: state cleared", node: idle(),
+		{name: "admin resumed already: state cleared, resume recorded", node: idle(),
 			prev: State{Drained: drainedByUs.Drained, HealthyRuns: 1}, results: healthy, wantKind: Released,
-			wantCalls: []string{"get gpu001"}, wantState: func(s State) bool { return s.Drained == nil }},
+			wantCalls: []string{"get gpu001"}, wantState: func(s State) bool { return s.Drained == nil },
+			wantEvent: []string{events.KindResume}},
 		{name: "DOWN node is held", node: slurm.Node{State: []string{"DOWN", "DRAIN"}, Reason: ourDrn},
 			prev: State{Drained: drainedByUs.Drained, HealthyRuns: 1}, results: healthy, wantKind: Held,
 			wantCalls: []string{"get gpu001"}, wantState: func(s State) bool { return s.Drained != nil }},
@@ -174,7 +188,7 @@ func TestApply(t *testing.T) {
 			wantState: func(s State) bool { return s.HealthyRuns == 1 && s.Drained != nil }},
 		{name: "drain_on_error drains on ERROR", node: idle(), results: erring,
 			mutate:   func(e *Engine) { e.Policy.DrainOnError = true },
-			wantKind: Drained, wantCalls: []string{"get gpu001", "list", "drain gpu001 gpuhc: host.mounts: /scratch: timed out after 10s"}},
+			wantKind: Drained, wantCalls: []string{"get gpu001", "list", "drain gpu001 gpuhc: host.mounts: /scratch: timed out after 10s", "list"}},
 		{name: "dry run makes no call", node: idle(), results: failing, mutate: func(e *Engine) { e.DryRun = true },
 			wantKind: WouldDrain, wantCalls: nil},
 		{name: "dry run resume makes no call", node: idle(), prev: State{Drained: drainedByUs.Drained, HealthyRuns: 1}, results: healthy,
@@ -271,10 +285,10 @@ func TestDrainThenResumeCycle(t *testing.T) {
 	if f.node.Drained() {
 		t.Errorf("node still drained at the end: %+v", f.node)
 	}
-	// 2 gets for the failing runs, 1 list and 1 drain, 1 get + 1 resume;
-	// none once healthy.
-	if len(f.calls) != 6 {
-		t.Errorf("calls %q, want 6", f.calls)
+	// 2 gets for the failing runs, a list, the drain and a recount, then
+	// 1 get + 1 resume; none once healthy.
+	if len(f.calls) != 7 {
+		t.Errorf("calls %q, want 7", f.calls)
 	}
 }
 
@@ -354,13 +368,21 @@ func TestParseReason(t *testing.T) {
 		"gpuhc: gpu.xid: gpu3: Xid 79 (+2 more)":   {"gpu.xid", "gpu3", "Xid 79 (+2 more)", "true"},
 		"gpuhc: host.mounts: /my data: x: y":       {"host.mounts", "/my data", "x: y", "true"},
 		"gpuhc: ib.port: mlx5_2/1: rate 200 < 400": {"ib.port", "mlx5_2/1", "rate 200 < 400", "true"},
-		"Not responding":                           {"", "", "", "false"},
-		"gpuhc: ":                                  {"", "", "", "false"},
+		"gpuhc: gpu.xid: gpu3 (SN 1654922000003, 0000:4e:00.0): XID 79 GPU has fallen off the bus": {
+			"gpu.xid", "gpu3", "XID 79 GPU has fallen off the bus", "true"},
+		"Not responding": {"", "", "", "false"},
+		"gpuhc: ":        {"", "", "", "false"},
 	} {
 		c, comp, m, ok := ParseReason(in)
 		if got := [4]string{c, comp, m, fmt.Sprint(ok)}; got != want {
 			t.Errorf("ParseReason(%q) = %q, want %q", in, got, want)
 		}
+	}
+	idx := 3
+	gpuFail := check.Result{Check: "gpu.xid", Component: "gpu3", Message: "XID 79 GPU has fallen off the bus",
+		IDs: check.IDs{GPUIndex: &idx, Serial: "1654922000003", PCIBusID: "0000:4e:00.0"}}
+	if got, want := Reason([]check.Result{gpuFail}), "gpuhc: gpu.xid: gpu3 (SN 1654922000003, 0000:4e:00.0): XID 79 GPU has fallen off the bus"; got != want {
+		t.Errorf("GPU reason %q, want %q", got, want)
 	}
 	// Every reason Reason writes parses back.
 	r := Reason([]check.Result{{Check: "host.cpu", Component: "host", Message: "1 CPU < 2"}})

@@ -30,11 +30,28 @@ func Reason(failures []check.Result) string {
 		return ""
 	}
 	f := failures[0]
-	s := fmt.Sprintf("%s %s: %s: %s", Prefix, f.Check, f.Component, f.Message)
+	s := fmt.Sprintf("%s %s: %s: %s", Prefix, f.Check, Component(f), f.Message)
 	if n := len(failures) - 1; n > 0 {
 		s += fmt.Sprintf(" (+%d more)", n)
 	}
 	return Sanitize(s)
+}
+
+// Component names the result's component with the identifiers an admin
+// needs to find the part: "gpu3 (SN 1654922000003, 0000:4e:00.0)". The
+// index alone is not enough: indices change when a GPU falls off the bus.
+func Component(r check.Result) string {
+	var ids []string
+	if r.IDs.Serial != "" {
+		ids = append(ids, "SN "+r.IDs.Serial)
+	}
+	if r.IDs.PCIBusID != "" && r.IDs.PCIBusID != r.Component {
+		ids = append(ids, r.IDs.PCIBusID)
+	}
+	if len(ids) == 0 {
+		return r.Component
+	}
+	return r.Component + " (" + strings.Join(ids, ", ") + ")"
 }
 
 // Sanitize makes s one printable line of at most MaxReason bytes. Messages
@@ -81,7 +98,8 @@ func ParseReason(reason string) (check, component, message string, ok bool) {
 	body = strings.TrimSpace(body)
 	parts := strings.SplitN(body, ": ", 3)
 	if len(parts) == 3 && checkName.MatchString(parts[0]) && parts[1] != "" {
-		return parts[0], parts[1], parts[2], true
+		comp, _, _ := strings.Cut(parts[1], " (SN ")
+		return parts[0], comp, parts[2], true
 	}
 	return "", "", body, false
 }

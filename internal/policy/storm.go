@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/atomicfile"
+	"github.com/gpuhc/gpuhc/internal/slurm"
 )
 
 // The storm guard (design.md §8). A bad config push or a hung shared
@@ -76,6 +80,9 @@ func (e Engine) storm(ctx context.Context, now time.Time) (stormVerdict, error) 
 			v.cached = true
 			return v, nil
 		}
+	}
+	if err := e.spread(ctx); err != nil {
+		return stormVerdict{}, err
 	}
 	nodes, err := e.Ctl.Nodes(ctx)
 	if err != nil {
@@ -158,4 +165,75 @@ func (e Engine) saveCount(c stormCount) error {
 		return err
 	}
 	return atomicfile.Write(e.StormFile, append(b, '\n'), atomicfile.State(".storm-*.json"))
+}
+
+// spread waits a random part of storm_jitter, so that nodes whose health
+// checks slurmd started together do not count the cluster at the same
+// instant (and do not all list it from slurmctld at once).
+func (e Engine) spread(ctx context.Context) error {
+	max := e.Policy.StormJitter.Duration
+	if max <= 0 {
+		return nil
+	}
+	r := rand.Float64
+	if e.Jitter != nil {
+		r = e.Jitter
+	}
+	d := time.Duration(r() * float64(max))
+	if e.Sleep != nil {
+		return e.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("storm guard: %w", ctx.Err())
+	}
+}
+
+// recount lists the nodes again after our drain and ranks gpuhc's drains
+// by reason time, then name. If this node comes at or past the limit, it
+// drained alongside others that all saw room, and should give its drain
+// back. Every node ranks the same way, so the earliest drains stay. A list
+// that fails, or does not show our drain yet, keeps the drain.
+func (e Engine) recount(ctx context.Context, reason string) (string, bool) {
+	nodes, err := e.Ctl.Nodes(ctx)
+	if err != nil {
+		return "", false
+	}
+	var ours []slurm.Node
+	for _, n := range nodes {
+		if n.Drained() && Owned(n.Reason) {
+			ours = append(ours, n)
+		}
+	}
+	sort.SliceStable(ours, func(i, j int) bool {
+		if !ours[i].ReasonTime.Equal(ours[j].ReasonTime) {
+			return ours[i].ReasonTime.Before(ours[j].ReasonTime)
+		}
+		return ours[i].Name < ours[j].Name
+	})
+	rank := slices.IndexFunc(ours, func(n slurm.Node) bool { return n.Name == e.Node })
+	limit := stormLimit(e.Policy.MaxDrainedFraction, e.Policy.MaxDrainedNodes, len(nodes))
+	if rank < 0 || rank < limit {
+		return "", false
+	}
+	return fmt.Sprintf("%d of %d nodes drained by gpuhc at once (limit %d); gave back this drain, the %s: %s",
+		len(ours), len(nodes), limit, ordinal(rank+1), reason), true
+}
+
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
 }

@@ -8,10 +8,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/events"
 	"github.com/gpuhc/gpuhc/internal/slurm"
 )
@@ -97,7 +100,7 @@ func TestStormGuard(t *testing.T) {
 			}
 			want := tc.wantCalls
 			if want == nil {
-				want = []string{"get gpu001", "list", "drain gpu001 " + ourDrn}
+				want = []string{"get gpu001", "list", "drain gpu001 " + ourDrn, "list"}
 				if tc.wantKind == DrainSuppressed {
 					want = want[:2]
 				}
@@ -118,7 +121,7 @@ func TestStormGuard(t *testing.T) {
 				if ev.Message != run.Outcome.Detail || ev.Node != "gpu001" || ev.Backend != "fake" {
 					t.Errorf("event %+v", ev)
 				}
-				if run.State.Drained != nil || run.State.Suppressed != ourDrn {
+				if run.State.Drained != nil || run.State.Suppressed != "host.mounts: /scratch" {
 					t.Errorf("state %+v", run.State)
 				}
 			case Drained:
@@ -401,5 +404,126 @@ func TestStormGuardOnlyOnTheDrainPath(t *testing.T) {
 	}
 	if _, err := os.Stat(StormFile(dir)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("storm.json written off the drain path: %v", err)
+	}
+}
+
+// cluster is a shared, locked node table: many engines draining at once,
+// as when slurmd starts every node's health check together.
+type busyCluster struct {
+	mu    sync.Mutex
+	nodes map[string]*slurm.Node
+	calls atomic.Int64
+}
+
+type member struct {
+	c    *busyCluster
+	name string
+}
+
+func (m member) slow() { m.c.calls.Add(1); time.Sleep(time.Millisecond) }
+
+func (m member) Backend() string { return "fake" }
+func (m member) Node(_ context.Context, name string) (slurm.Node, error) {
+	m.slow()
+	m.c.mu.Lock()
+	defer m.c.mu.Unlock()
+	return *m.c.nodes[name], nil
+}
+func (m member) Nodes(context.Context) ([]slurm.Node, error) {
+	m.slow()
+	m.c.mu.Lock()
+	defer m.c.mu.Unlock()
+	var out []slurm.Node
+	for _, n := range m.c.nodes {
+		out = append(out, *n)
+	}
+	return out, nil
+}
+func (m member) Drain(_ context.Context, name, reason string) error {
+	m.slow()
+	m.c.mu.Lock()
+	defer m.c.mu.Unlock()
+	n := m.c.nodes[name]
+	n.State, n.Reason, n.ReasonTime = []string{"IDLE", "DRAIN"}, reason, time.Now()
+	return nil
+}
+func (m member) Resume(_ context.Context, name string) error {
+	m.slow()
+	m.c.mu.Lock()
+	defer m.c.mu.Unlock()
+	m.c.nodes[name].State = []string{"IDLE"}
+	return nil
+}
+
+func TestStormSimultaneousFailures(t *testing.T) {
+	const total, limit = 60, 5
+	c := &busyCluster{nodes: map[string]*slurm.Node{}}
+	for i := 1; i <= total; i++ {
+		name := fmt.Sprintf("gpu%03d", i)
+		c.nodes[name] = &slurm.Node{Name: name, State: []string{"IDLE"}}
+	}
+	var wg sync.WaitGroup
+	outcomes := make([]string, total)
+	for i := 0; i < total; i++ {
+		wg.Go(func() {
+			e := Engine{Node: fmt.Sprintf("gpu%03d", i+1), Policy: config.Default().Policy, Ctl: member{c, fmt.Sprintf("gpu%03d", i+1)}}
+			e.Policy.MaxDrainedFraction, e.Policy.MaxDrainedNodes = 0, limit
+			e.Policy.StormJitter.Duration = 20 * time.Millisecond
+			run, err := e.Apply(context.Background(), failing, State{})
+			if err != nil {
+				t.Error(err)
+			}
+			outcomes[i] = run.Outcome.Kind
+		})
+	}
+	wg.Wait()
+	drained := 0
+	for _, n := range c.nodes {
+		if n.Drained() {
+			drained++
+		}
+	}
+	if drained != limit {
+		t.Errorf("%d nodes drained at once, limit %d; outcomes %v", drained, limit, outcomes)
+	}
+	if n := slices.Index(outcomes, ""); n >= 0 {
+		t.Errorf("node %d has no outcome", n)
+	}
+}
+
+func TestStormRecountGivesBackLateDrain(t *testing.T) {
+	// Two other nodes drained a second before us, unseen at our count.
+	early := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+	f := &fakeSlurm{node: idle()}
+	e := engine(f)
+	e.Policy.MaxDrainedFraction, e.Policy.MaxDrainedNodes = 0, 2
+	lists := 0
+	f.listHook = func(nodes []slurm.Node) []slurm.Node {
+		lists++
+		if lists == 1 {
+			return nodes
+		}
+		for i := range nodes {
+			if nodes[i].Name == "gpu001" {
+				nodes[i].ReasonTime = early.Add(time.Second)
+			}
+		}
+		for _, name := range []string{"gpu007", "gpu009"} {
+			nodes = append(nodes, slurm.Node{Name: name, State: []string{"IDLE", "DRAIN"}, Reason: "gpuhc: host.cpu: host: x", ReasonTime: early})
+		}
+		return nodes
+	}
+	run, err := e.Apply(context.Background(), failing, State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Outcome.Kind != DrainSuppressed || !strings.Contains(run.Outcome.Detail, "gave back this drain, the 3rd") {
+		t.Fatalf("outcome %+v", run.Outcome)
+	}
+	if f.node.Drained() || run.State.Drained != nil {
+		t.Errorf("drain kept: node %+v state %+v", f.node, run.State)
+	}
+	if got := strings.Join(kinds(run.Events), ","); got != "transition,drain,resume,drain-suppressed" {
+		t.Errorf("events %s", got)
 	}
 }
