@@ -36,6 +36,7 @@ e2e: build
 bench: build
 	$(GO) run ./test/bench -bin $(BIN)/gpuhc-healthcheck -runs 30 -dry-run=true
 	$(GO) run ./test/bench -bin $(BIN)/gpuhc-healthcheck -runs 30 -dry-run=false
+	$(GO) run ./test/bench -bin $(BIN)/gpuhc-healthcheck -runs 30 -dry-run=false -simulate dgxh100
 	$(GO) run ./test/bench/stats -nodes 10000 -days 365 -bin $(BIN)/gpuhc-drain
 
 lint:

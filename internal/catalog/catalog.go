@@ -8,31 +8,67 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/host"
+	"github.com/gpuhc/gpuhc/internal/statefile"
+	"github.com/gpuhc/gpuhc/internal/xid"
 )
 
+// Env is what the checks need beyond their configuration: the GPUs (real
+// NVML or a simulated server), the kernel log and the state directory.
+type Env struct {
+	GPU   *gpu.Node
+	Kmsg  xid.Source
+	State statefile.Dir
+}
+
+type entry struct {
+	common config.Common
+	build  func() check.Check
+}
+
 // Tasks builds every enabled check with its time limit.
-func Tasks(cfg config.Config) []check.Task {
-	c := cfg.Checks
-	entries := []struct {
-		common config.Common
-		build  func() check.Check
-	}{
-		{c.CPU.Common, func() check.Check { return host.NewCPU(cfg.Root, c.CPU) }},
-		{c.Memory.Common, func() check.Check { return host.NewMemory(cfg.Root, c.Memory) }},
-		{c.Modules.Common, func() check.Check { return host.NewModules(cfg.Root, c.Modules) }},
-		{c.Mounts.Common, func() check.Check { return host.NewMounts(cfg.Root, c.Mounts) }},
-		{c.Processes.Common, func() check.Check { return host.NewProcesses(cfg.Root, c.Processes) }},
-		{c.Thermal.Common, func() check.Check { return host.NewThermal(cfg.Root, c.Thermal) }},
-	}
+func Tasks(cfg config.Config, env Env) []check.Task {
 	var tasks []check.Task
-	for _, e := range entries {
+	for _, e := range append(hostChecks(cfg), gpuChecks(cfg, env)...) {
 		if !e.common.Enabled {
 			continue
 		}
 		tasks = append(tasks, check.Task{Check: e.build(), Timeout: timeout(cfg, e.common)})
 	}
 	return tasks
+}
+
+func hostChecks(cfg config.Config) []entry {
+	c, root := cfg.Checks, cfg.Root
+	return []entry{
+		{c.CPU.Common, func() check.Check { return host.NewCPU(root, c.CPU) }},
+		{c.Memory.Common, func() check.Check { return host.NewMemory(root, c.Memory) }},
+		{c.Modules.Common, func() check.Check { return host.NewModules(root, c.Modules) }},
+		{c.Mounts.Common, func() check.Check { return host.NewMounts(root, c.Mounts) }},
+		{c.Processes.Common, func() check.Check { return host.NewProcesses(root, c.Processes) }},
+		{c.Thermal.Common, func() check.Check { return host.NewThermal(root, c.Thermal) }},
+	}
+}
+
+func gpuChecks(cfg config.Config, env Env) []entry {
+	if env.GPU == nil {
+		return nil
+	}
+	g, n, st := cfg.Checks.GPU, env.GPU, env.State
+	return []entry{
+		{g.Count.Common, func() check.Check { return gpu.NewCount(n, g.Count) }},
+		{g.Driver.Common, func() check.Check { return gpu.NewDriver(n, g.Driver) }},
+		{g.Lost, func() check.Check { return gpu.NewLost(n) }},
+		{g.XID.Common, func() check.Check { return xid.New(n, g.XID, st, env.Kmsg) }},
+		{g.Memory.Common, func() check.Check { return gpu.NewMemory(n, g.Memory) }},
+		{g.PCIe.Common, func() check.Check { return gpu.NewPCIe(n, g.PCIe, st) }},
+		{g.NVLink.Common, func() check.Check { return gpu.NewNVLink(n, g.NVLink, st) }},
+		{g.Fabric, func() check.Check { return gpu.NewFabric(n) }},
+		{g.Thermal.Common, func() check.Check { return gpu.NewThermal(n, g.Thermal, st) }},
+		{g.Power, func() check.Check { return gpu.NewPower(n) }},
+		{g.Config.Common, func() check.Check { return gpu.NewConfig(n, g.Config) }},
+	}
 }
 
 func timeout(cfg config.Config, c config.Common) time.Duration {

@@ -1,10 +1,12 @@
 package catalog
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/gpu"
 )
 
 func TestTasks(t *testing.T) {
@@ -16,7 +18,7 @@ func TestTasks(t *testing.T) {
 	cfg.Checks.CPU.Timeout.Duration = time.Minute // capped by the deadline
 
 	got := map[string]time.Duration{}
-	for _, task := range Tasks(cfg) {
+	for _, task := range Tasks(cfg, Env{}) {
 		got[task.Check.Name()] = task.Timeout
 	}
 	want := map[string]time.Duration{
@@ -30,5 +32,20 @@ func TestTasks(t *testing.T) {
 		if got[name] != d {
 			t.Errorf("%s: timeout %v, want %v", name, got[name], d)
 		}
+	}
+}
+
+func TestTasksWithGPU(t *testing.T) {
+	cfg := config.Default()
+	cfg.Checks.GPU.Power.Enabled = false
+	env := Env{GPU: gpu.NewNode(nil, "/", -1, "")}
+	var names []string
+	for _, task := range Tasks(cfg, env) {
+		names = append(names, task.Check.Name())
+	}
+	want := "host.cpu host.memory host.modules host.mounts host.processes host.thermal " +
+		"gpu.count gpu.driver gpu.lost gpu.xid gpu.memory gpu.pcie gpu.nvlink gpu.fabric gpu.thermal gpu.config"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("checks\n got %s\nwant %s", got, want)
 	}
 }

@@ -40,6 +40,8 @@ type Inventory struct {
 	GPUs   []GPU
 	// OnBus lists the PCI addresses of NVIDIA GPUs sysfs shows.
 	OnBus []string
+	// BusErr is why the PCI bus could not be read (OnBus is then empty).
+	BusErr error
 	// Lost maps a GPU index to NVML's error when its handle or identity
 	// could not be read (GPU is lost, requires reset, ...).
 	Lost map[int]error
@@ -79,6 +81,7 @@ type Node struct {
 	root      string
 	expected  int // checks.gpu.count.expected
 	Simulated string
+	bus       BusLister
 
 	once sync.Once
 	done chan struct{}
@@ -86,11 +89,29 @@ type Node struct {
 	err  error
 }
 
+// BusLister lists the PCI addresses ("0000:18:00.0") of the NVIDIA GPUs
+// on the PCI bus, whatever NVML says.
+type BusLister func() ([]string, error)
+
+// Option adjusts a Node.
+type Option func(*Node)
+
+// WithBus replaces the sysfs bus scan, e.g. by a simulated machine's OnBus,
+// so that --simulate can show a GPU that NVML does not see.
+func WithBus(l BusLister) Option { return func(n *Node) { n.bus = l } }
+
 // NewNode prepares the shared view; nothing is called until a check asks.
 // expected is checks.gpu.count.expected (-1: count the PCI bus).
-func NewNode(lib nvml.Interface, root string, expected int, simulated string) *Node {
-	return &Node{lib: lib, root: root, expected: expected, Simulated: simulated, done: make(chan struct{})}
+func NewNode(lib nvml.Interface, root string, expected int, simulated string, opts ...Option) *Node {
+	n := &Node{lib: lib, root: root, expected: expected, Simulated: simulated, done: make(chan struct{})}
+	for _, o := range opts {
+		o(n)
+	}
+	return n
 }
+
+// Expected is checks.gpu.count.expected as the node was built with.
+func (n *Node) Expected() int { return n.expected }
 
 // Lib is the NVML interface, for checks' per-device calls.
 func (n *Node) Lib() nvml.Interface { return n.lib }
@@ -115,11 +136,8 @@ func (n *Node) Inventory(ctx context.Context) (*Inventory, error) {
 }
 
 func (n *Node) enumerate() (*Inventory, error) {
-	bus, busErr := NVIDIAOnBus(n.root)
-	if n.Simulated != "" {
-		bus, busErr = nil, nil // the simulator is the whole machine
-	}
-	inv := &Inventory{OnBus: bus, Lost: map[int]error{}}
+	bus, busErr := n.scanBus()
+	inv := &Inventory{OnBus: bus, BusErr: busErr, Lost: map[int]error{}}
 	if ret := n.lib.Init(); ret != nvml.SUCCESS {
 		if len(bus) == 0 && n.expected <= 0 && n.Simulated == "" {
 			return inv, ErrNoGPUs
@@ -145,6 +163,19 @@ func (n *Node) enumerate() (*Inventory, error) {
 		return inv, ErrNoGPUs
 	}
 	return inv, nil
+}
+
+// scanBus lists the GPUs on the PCI bus: the bus lister if one was given,
+// nothing for a simulation without one (the host's sysfs is not the
+// simulated machine's), else sysfs under root.
+func (n *Node) scanBus() ([]string, error) {
+	switch {
+	case n.bus != nil:
+		return n.bus()
+	case n.Simulated != "":
+		return nil, nil
+	}
+	return NVIDIAOnBus(n.root)
 }
 
 func describe(lib nvml.Interface, i int) (GPU, error) {

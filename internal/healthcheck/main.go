@@ -47,7 +47,15 @@ type options struct {
 	dryRun      bool
 	node        string
 	showVersion bool
+	simulate    string
+	inject      listFlag
 }
+
+// listFlag collects a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 const usage = `Usage: gpuhc-healthcheck [options]
        gpuhc-healthcheck --check-config [FILE]
@@ -68,6 +76,8 @@ func (p Program) parse() (options, int, error) {
 	fs.BoolVar(&o.dryRun, "dry-run", false, "run the checks and print what would be done, changing nothing")
 	fs.StringVar(&o.node, "node", "", "node `name` (default $SLURMD_NODENAME, then the short host name)")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	fs.StringVar(&o.simulate, "simulate", "", "run the GPU checks against NVIDIA's simulated `server`: dgxa100, dgxh100, dgxh200 or dgxb200 (fire drills; results and reasons are marked [simulated])")
+	fs.Var(&o.inject, "inject", "with --simulate, inject a fault `gpuN:fault[=value]`, e.g. gpu3:xid=79 (repeatable, or comma-separated)")
 	fs.Usage = func() {
 		fmt.Fprint(p.Stderr, usage)
 		fs.PrintDefaults()
@@ -90,6 +100,9 @@ func (p Program) parse() (options, int, error) {
 	}
 	if len(rest) > 0 {
 		return o, ExitUsage, fmt.Errorf("unexpected argument %q", rest[0])
+	}
+	if len(o.inject) > 0 && o.simulate == "" {
+		return o, ExitUsage, errors.New("--inject needs --simulate")
 	}
 	return o, 0, nil
 }

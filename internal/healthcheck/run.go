@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -49,14 +50,39 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 	}
 	defer l.Release()
 
+	env, err := checkEnv(cfg, o)
+	if err != nil {
+		fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: %v\n", err)
+		return ExitUsage
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Deadline.Duration)
-	timed := check.Run(ctx, catalog.Tasks(cfg))
+	timed := check.Run(ctx, catalog.Tasks(cfg, env))
 	cancel()
+	if o.simulate != "" {
+		markSimulated(timed)
+	}
 	results := check.Flatten(timed)
+	if o.simulate != "" {
+		fmt.Fprintf(p.Stdout, "SIMULATED %s: GPU results come from NVIDIA's simulated server, not this node's GPUs\n", o.simulate)
+	}
 	printTable(p.Stdout, node, results, time.Since(start))
 	logResults(entry, results)
 
 	return p.finish(entry, node, cfg, timed, results, start)
+}
+
+// markSimulated tags the GPU results of a --simulate run, so that the
+// table, the events and any drain reason they cause say it was a fire
+// drill. Host checks ran for real, and their results stay as they are.
+func markSimulated(timed []check.Timed) {
+	for i := range timed {
+		if !strings.HasPrefix(timed[i].Name, "gpu.") {
+			continue
+		}
+		for j := range timed[i].Results {
+			timed[i].Results[j].Message += " [simulated]"
+		}
+	}
 }
 
 // stuckAfter is when a lock holder is no longer slow but stuck: every run

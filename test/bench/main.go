@@ -24,8 +24,9 @@ func main() {
 	bin := flag.String("bin", "bin/gpuhc-healthcheck", "health check binary")
 	runs := flag.Int("runs", 30, "number of runs")
 	dry := flag.Bool("dry-run", true, "pass --dry-run")
+	simulate := flag.String("simulate", "", "pass --simulate MODEL (every GPU check against NVIDIA's simulated server)")
 	flag.Parse()
-	if err := bench(*bin, *runs, *dry); err != nil {
+	if err := bench(*bin, *runs, *dry, *simulate); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -36,7 +37,7 @@ type sample struct {
 	rssKiB    int64
 }
 
-func bench(bin string, runs int, dry bool) error {
+func bench(bin string, runs int, dry bool, simulate string) error {
 	dir, err := os.MkdirTemp("", "gpuhc-bench-")
 	if err != nil {
 		return err
@@ -56,6 +57,9 @@ func bench(bin string, runs int, dry bool) error {
 	args := []string{"--config", cfg, "--node", "bench001"}
 	if dry {
 		args = append(args, "--dry-run")
+	}
+	if simulate != "" {
+		args = append(args, "--simulate", simulate)
 	}
 	var samples []sample
 	for i := 0; i < runs; i++ {

@@ -1,0 +1,275 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/config"
+)
+
+type memory struct {
+	node *Node
+	cfg  config.GPUMemory
+}
+
+// NewMemory judges each GPU's memory health: uncorrected ECC errors in
+// device memory and SRAM, row remapping (Ampere and later) or page
+// retirement (earlier GPUs), and the volatile corrected-error count.
+func NewMemory(n *Node, c config.GPUMemory) check.Check {
+	return &memory{node: n, cfg: c}
+}
+
+func (c *memory) Name() string { return "gpu.memory" }
+
+func (c *memory) Run(ctx context.Context) []check.Result {
+	start := time.Now()
+	return Each(ctx, c.node, func(ctx context.Context, g GPU) []check.Result {
+		v := &gpuVerdict{g: g}
+		for _, part := range []func(context.Context, *gpuVerdict) error{c.ecc, c.rows} {
+			if err := part(ctx, v); err != nil {
+				return v.abort(err, start)
+			}
+		}
+		return v.results()
+	})
+}
+
+// ecc judges the volatile counters: they count since the driver loaded, so
+// a reset or reboot that cures the GPU also clears the FAIL.
+func (c *memory) ecc(ctx context.Context, v *gpuVerdict) error {
+	d := v.g.Device
+	mode, ret, err := Call(ctx, func() (nvml.EnableState, nvml.Return) {
+		cur, _, ret := d.GetEccMode()
+		return cur, ret
+	})
+	switch {
+	case err != nil:
+		return err
+	case Unsupported(ret):
+		v.skip("ECC not supported")
+		return nil
+	case ret != nvml.SUCCESS:
+		return v.nvmlErr("nvmlDeviceGetEccMode", ret)
+	case mode != nvml.FEATURE_ENABLED:
+		v.skip("ECC disabled")
+		return nil
+	}
+	// Device memory only: SRAM errors are judged, and named, on their own.
+	dbe, ret, err := Call(ctx, func() (uint64, nvml.Return) {
+		n, ret := d.GetMemoryErrorCounter(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC, nvml.MEMORY_LOCATION_DEVICE_MEMORY)
+		if Unsupported(ret) {
+			return d.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
+		}
+		return n, ret
+	})
+	switch {
+	case err != nil:
+		return err
+	case ret != nvml.SUCCESS:
+		return v.nvmlErr("nvmlDeviceGetMemoryErrorCounter(uncorrected)", ret)
+	case dbe > 0:
+		v.fail(check.ActionDrain, "volatile DBE %d > 0", dbe)
+	}
+	corr, ret, err := Call(ctx, func() (uint64, nvml.Return) {
+		return d.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC)
+	})
+	switch {
+	case err != nil:
+		return err
+	case Unsupported(ret):
+		if dbe == 0 {
+			v.pass("volatile DBE 0")
+		}
+	case ret != nvml.SUCCESS:
+		return v.nvmlErr("nvmlDeviceGetTotalEccErrors(corrected)", ret)
+	case corr > c.cfg.CorrectableWarn:
+		v.warn("volatile corrected ECC %d > %d", corr, c.cfg.CorrectableWarn)
+	case dbe == 0:
+		v.pass("volatile DBE 0, corrected %d <= %d", corr, c.cfg.CorrectableWarn)
+	}
+	return c.sram(ctx, v)
+}
+
+// sram judges uncorrectable SRAM errors (L1/L2, register files): parity
+// and SEC-DED together. The newer status call also says when the
+// aggregate count crossed NVIDIA's replacement threshold.
+func (c *memory) sram(ctx context.Context, v *gpuVerdict) error {
+	d := v.g.Device
+	st, ret, err := Call(ctx, d.GetSramEccErrorStatus)
+	if err != nil {
+		return err
+	}
+	if ret == nvml.SUCCESS {
+		if ue := st.VolatileUncParity + st.VolatileUncSecDed; ue > 0 {
+			v.fail(check.ActionDrain, "SRAM uncorrectable %d > 0", ue)
+		}
+		if st.BThresholdExceeded != 0 {
+			v.fail(check.ActionRMA, "SRAM uncorrectable %d over NVIDIA's RMA threshold", st.AggregateUncParity+st.AggregateUncSecDed)
+		}
+		return nil
+	}
+	if !Unsupported(ret) {
+		return v.nvmlErr("nvmlDeviceGetSramEccErrorStatus", ret)
+	}
+	ue, ret, err := Call(ctx, func() (uint64, nvml.Return) {
+		return d.GetMemoryErrorCounter(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC, nvml.MEMORY_LOCATION_SRAM)
+	})
+	switch {
+	case err != nil:
+		return err
+	case ret == nvml.SUCCESS && ue > 0:
+		v.fail(check.ActionDrain, "SRAM uncorrectable %d > 0", ue)
+	case ret != nvml.SUCCESS && !Unsupported(ret):
+		return v.nvmlErr("nvmlDeviceGetMemoryErrorCounter(SRAM)", ret)
+	}
+	return nil
+}
+
+type remapped struct {
+	corr, unc       int
+	pending, failed bool
+}
+
+// rows judges row remapping; GPUs before Ampere retire pages instead, and
+// answer "not supported" to the row remapper (and Ampere and later to page
+// retirement), so asking is how we tell them apart.
+func (c *memory) rows(ctx context.Context, v *gpuVerdict) error {
+	r, ret, err := Call(ctx, func() (remapped, nvml.Return) {
+		corr, unc, pending, failed, ret := v.g.Device.GetRemappedRows()
+		return remapped{corr, unc, pending, failed}, ret
+	})
+	switch {
+	case err != nil:
+		return err
+	case Unsupported(ret):
+		return c.retired(ctx, v)
+	case ret != nvml.SUCCESS:
+		return v.nvmlErr("nvmlDeviceGetRemappedRows", ret)
+	}
+	if r.failed {
+		v.fail(check.ActionRMA, "row remap failed")
+	}
+	if r.pending {
+		v.fail(check.ActionResetGPU, "row remap pending")
+	}
+	if !r.failed && !r.pending {
+		v.pass("remapped rows: %d correctable, %d uncorrectable", r.corr, r.unc)
+	}
+	return nil
+}
+
+type retirement struct {
+	pages   int
+	pending nvml.EnableState
+}
+
+// retired judges page retirement (before Ampere): NVIDIA replaces a board
+// with 60 retired pages, and a pending retirement needs a GPU reset.
+func (c *memory) retired(ctx context.Context, v *gpuVerdict) error {
+	d := v.g.Device
+	r, ret, err := Call(ctx, func() (retirement, nvml.Return) {
+		var r retirement
+		for _, cause := range []nvml.PageRetirementCause{nvml.PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, nvml.PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR} {
+			pages, ret := d.GetRetiredPages(cause)
+			if ret != nvml.SUCCESS {
+				return r, ret
+			}
+			r.pages += len(pages)
+		}
+		var ret nvml.Return
+		r.pending, ret = d.GetRetiredPagesPendingStatus()
+		return r, ret
+	})
+	switch {
+	case err != nil:
+		return err
+	case Unsupported(ret):
+		v.skip("neither row remapping nor page retirement supported")
+		return nil
+	case ret != nvml.SUCCESS:
+		return v.nvmlErr("nvmlDeviceGetRetiredPages", ret)
+	}
+	if r.pages >= c.cfg.RetiredPagesFail {
+		v.fail(check.ActionRMA, "retired pages %d >= %d", r.pages, c.cfg.RetiredPagesFail)
+	}
+	if r.pending == nvml.FEATURE_ENABLED {
+		v.fail(check.ActionResetGPU, "page retirement pending")
+	}
+	if r.pages < c.cfg.RetiredPagesFail && r.pending != nvml.FEATURE_ENABLED {
+		v.pass("retired pages %d < %d", r.pages, c.cfg.RetiredPagesFail)
+	}
+	return nil
+}
+
+// gpuVerdict gathers what the parts of a check found on one GPU (shared by
+// the per-GPU checks: gpu.memory, gpu.pcie, gpu.thermal, ...): every
+// problem is a result of its own, so that each carries its own action; the
+// clean parts make one OK line and the parts that do not apply one SKIP.
+type gpuVerdict struct {
+	g        GPU
+	problems []check.Result
+	ok       []string
+	skipped  []string
+}
+
+func (v *gpuVerdict) fail(act check.Action, format string, a ...any) {
+	v.problems = append(v.problems, Result(v.g, check.Fail, act, format, a...))
+}
+
+func (v *gpuVerdict) warn(format string, a ...any) {
+	v.problems = append(v.problems, Result(v.g, check.Warn, check.ActionNone, format, a...))
+}
+
+func (v *gpuVerdict) pass(format string, a ...any) { v.ok = append(v.ok, fmt.Sprintf(format, a...)) }
+
+func (v *gpuVerdict) skip(format string, a ...any) {
+	v.skipped = append(v.skipped, fmt.Sprintf(format, a...))
+}
+
+// errGPUGone stops the judgement of a GPU NVML calls lost or in need of a
+// reset: every further call would answer the same.
+var errGPUGone = errors.New("GPU lost or in need of a reset")
+
+// nvmlErr reports an NVML answer that is neither a value nor "not
+// supported" as an ERROR (a lost GPU too: gpu.lost carries its FAIL). It
+// returns errGPUGone for a lost GPU, so that a part can end the GPU's
+// judgement with one ERROR instead of one per call.
+func (v *gpuVerdict) nvmlErr(op string, ret nvml.Return) error {
+	v.problems = append(v.problems, Result(v.g, check.Error, check.ActionNone, "%s: %s", op, nvml.ErrorString(ret)))
+	if Lost(ret) {
+		return errGPUGone
+	}
+	return nil
+}
+
+// abort ends the GPU's judgement early: on a call that did not return
+// (what was found before it still counts), or on a lost GPU.
+func (v *gpuVerdict) abort(err error, start time.Time) []check.Result {
+	switch {
+	case errors.Is(err, errGPUGone):
+		return v.problems
+	case errors.Is(err, ErrHung):
+		return append(v.problems, Hung(v.g.Component(), v.g.IDs(), start))
+	}
+	return append(v.problems, Result(v.g, check.Error, check.ActionNone, "%v", err))
+}
+
+func (v *gpuVerdict) results() []check.Result {
+	out := v.problems
+	if len(out) == 0 && len(v.ok) > 0 {
+		out = append(out, Result(v.g, check.OK, check.ActionNone, "%s", strings.Join(v.ok, "; ")))
+	}
+	if len(v.skipped) > 0 {
+		out = append(out, Result(v.g, check.Skip, check.ActionNone, "%s", strings.Join(v.skipped, "; ")))
+	}
+	if len(out) == 0 {
+		out = append(out, Result(v.g, check.Skip, check.ActionNone, "nothing to judge"))
+	}
+	return out
+}

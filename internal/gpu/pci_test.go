@@ -1,0 +1,72 @@
+package gpu
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+func TestNormalizePCI(t *testing.T) {
+	for in, want := range map[string]string{
+		"00000000:4E:00.0": "0000:4e:00.0", // NVML
+		"0000:4e:00.0":     "0000:4e:00.0", // sysfs
+		"0000:4e:00":       "0000:4e:00.0", // kernel log (Xid)
+		"4E:00.0":          "0000:4e:00.0",
+		" 0001:9A:00.1\n":  "0001:9a:00.1",
+		"00000002:18:00.0": "0002:18:00.0",
+	} {
+		if got := NormalizePCI(in); got != want {
+			t.Errorf("NormalizePCI(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// basePCIDevice lays out a PCI function as the kernel does: the device
+// directory under /sys/devices, a symlink to it in /sys/bus/pci/devices.
+func basePCIDevice(t *testing.T, root, parent, addr, vendor, class string) {
+	t.Helper()
+	dev := filepath.Join(root, "sys/devices", parent, addr)
+	if err := os.MkdirAll(dev, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]string{"vendor": vendor + "\n", "class": class + "\n", "device": "0x2330\n"} {
+		if err := os.WriteFile(filepath.Join(dev, name), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bus := filepath.Join(root, "sys/bus/pci/devices")
+	if err := os.MkdirAll(bus, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join("../../../devices", parent, addr), filepath.Join(bus, addr)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNVIDIAOnBus(t *testing.T) {
+	root := t.TempDir()
+	basePCIDevice(t, root, "pci0000:00", "0000:00:00.0", "0x8086", "0x060000")              // host bridge
+	basePCIDevice(t, root, "pci0000:00", "0000:03:00.0", "0x1a03", "0x030000")              // ASPEED BMC VGA
+	basePCIDevice(t, root, "pci0000:97/0000:97:01.0", "0000:9a:00.0", "0x10de", "0x030200") // H100 (3D)
+	basePCIDevice(t, root, "pci0000:17/0000:17:01.0", "0000:18:00.0", "0x10de", "0x030200")
+	basePCIDevice(t, root, "pci0000:00", "0000:07:00.0", "0x10de", "0x030000") // VGA-class NVIDIA GPU
+	basePCIDevice(t, root, "pci0000:00", "0000:05:00.0", "0x10de", "0x068000") // NVSwitch bridge
+	basePCIDevice(t, root, "pci0000:00", "0000:29:00.0", "0x15b3", "0x020700") // ConnectX IB
+	got, err := NVIDIAOnBus(root)
+	want := []string{"0000:07:00.0", "0000:18:00.0", "0000:9a:00.0"}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, %v; want %v", got, err, want)
+	}
+}
+
+func TestNVIDIAOnBusEmpty(t *testing.T) {
+	if got, err := NVIDIAOnBus(t.TempDir()); err != nil || len(got) != 0 {
+		t.Errorf("no sysfs: %v %v", got, err)
+	}
+	root := t.TempDir()
+	basePCIDevice(t, root, "pci0000:00", "0000:00:00.0", "0x8086", "0x060000")
+	if got, err := NVIDIAOnBus(root); err != nil || len(got) != 0 {
+		t.Errorf("no NVIDIA: %v %v", got, err)
+	}
+}

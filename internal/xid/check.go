@@ -1,0 +1,245 @@
+// Package xid is the gpu.xid check: it reads the NVIDIA driver's XID
+// events from the kernel log (/dev/kmsg), without blocking and from a
+// cursor kept in the state directory, classifies them with design.md §5's
+// table (which the config can override) and names the GPU each one hit
+// by index, serial and PCI address:
+//
+//	gpuhc: gpu.xid: gpu3 (SN 1652…, 0000:4e:00.0): XID 79 GPU has fallen off the bus
+package xid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/gpu"
+	"github.com/gpuhc/gpuhc/internal/statefile"
+)
+
+// Name is the check's name.
+const Name = "gpu.xid"
+
+type xidCheck struct {
+	node  *gpu.Node
+	table Table
+	dir   statefile.Dir
+	src   Source
+}
+
+// New is the gpu.xid check. n names the GPUs (it may be nil, or fail to
+// enumerate them: XIDs are then named by PCI address, since a GPU that fell
+// off the bus must FAIL whatever NVML says); c's drain and warn lists
+// classify XIDs; st keeps the cursor and the boot's drain-class XIDs
+// (never written when st.ReadOnly, as in a dry run); src is the kernel log
+// (KmsgSource on a node, SliceSource under --simulate).
+func New(n *gpu.Node, c config.XID, st statefile.Dir, src Source) check.Check {
+	return &xidCheck{node: n, table: NewTable(c), dir: st, src: src}
+}
+
+func (c *xidCheck) Name() string { return Name }
+
+// Run reads the log since the cursor and reports one result per GPU: the
+// worst of its new XIDs, else the boot's drain-class XID, else OK.
+func (c *xidCheck) Run(ctx context.Context) []check.Result {
+	ctx, cancel := check.FinishEarly(ctx)
+	defer cancel()
+	var problems []string
+	st, err := c.load()
+	if err != nil {
+		problems = append(problems, fmt.Sprintf("cannot read the XID cursor, reading the kernel log from the start: %v", err))
+	}
+	batch, err := c.src.Records(ctx, st.Next)
+	if err == nil && st.restarted(batch) {
+		if st.BootID == "" {
+			st = newState("")
+		}
+		st.Next = 0
+		batch, err = c.src.Records(ctx, 0)
+	}
+	inv, invErr := c.inventory(ctx)
+	if errors.Is(invErr, gpu.ErrNoGPUs) {
+		// No NVIDIA GPU on the bus and none expected: the kernel log has
+		// nothing to say about GPUs, and may not even be readable here.
+		return []check.Result{{Check: Name, Component: "host", Status: check.Skip, Message: "no NVIDIA GPU on this node"}}
+	}
+	if err != nil {
+		// Could not check; but a GPU already known to be broken this boot
+		// stays broken.
+		problems = append(problems, fmt.Sprintf("cannot read the kernel log: %v", err))
+		return withProblems(problems, c.judge(st, inv, invErr, nil, false))
+	}
+	events, hold := Events(batch.Records)
+	st.advance(batch, hold)
+	results := c.judge(st, inv, invErr, events, true)
+	if err := c.dir.Save(stateFile, st); err != nil {
+		problems = append(problems, fmt.Sprintf("cannot save the XID cursor, these XIDs will be reported again: %v", err))
+	}
+	return withProblems(problems, results)
+}
+
+// withProblems puts the host's ERROR, if any, first and in place of its
+// "no XIDs": one result per component.
+func withProblems(problems []string, results []check.Result) []check.Result {
+	if len(problems) == 0 {
+		return results
+	}
+	out := []check.Result{{Component: "host", Status: check.Error, Message: strings.Join(problems, "; ")}}
+	for _, r := range results {
+		if r.Component != "host" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// load reads the saved state, starting afresh on a new boot or a corrupt
+// record. A record that cannot be read at all is an error to report.
+func (c *xidCheck) load() (*state, error) {
+	boot := c.src.BootID()
+	var st state
+	err := c.dir.Load(stateFile, &st)
+	if err != nil && !errors.Is(err, statefile.ErrCorrupt) {
+		return newState(boot), err
+	}
+	if err != nil || st.BootID != boot {
+		return newState(boot), nil
+	}
+	return &st, nil
+}
+
+func (c *xidCheck) inventory(ctx context.Context) (*gpu.Inventory, error) {
+	if c.node == nil {
+		return nil, errors.New("no NVML")
+	}
+	return c.node.Inventory(ctx)
+}
+
+// judge builds the results and updates st with this run's events. With
+// read false (the log could not be read) it only repeats sticky FAILs.
+func (c *xidCheck) judge(st *state, inv *gpu.Inventory, invErr error, events []Event, read bool) []check.Result {
+	byPCI := map[string][]Event{}
+	for _, e := range events {
+		if c.table.Class(e.XID) != Ignore {
+			byPCI[e.PCI] = append(byPCI[e.PCI], e)
+		}
+	}
+	var out []check.Result
+	known := map[string]bool{}
+	if inv != nil && invErr == nil {
+		for _, g := range inv.GPUs {
+			known[g.PCIBusID] = true
+			r, ok := c.verdict(st, g.PCIBusID, byPCI[g.PCIBusID], &g, read)
+			if ok {
+				out = append(out, r)
+			}
+		}
+	}
+	for _, pci := range unknownPCIs(st, byPCI, known) {
+		if r, ok := c.verdict(st, pci, byPCI[pci], nil, read); ok {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 && read {
+		if errors.Is(invErr, gpu.ErrNoGPUs) {
+			return []check.Result{{Component: "host", Status: check.Skip, Message: "no NVIDIA GPU on this node"}}
+		}
+		return []check.Result{{Component: "host", Status: check.OK, Message: "no XIDs"}}
+	}
+	return out
+}
+
+// unknownPCIs are the PCI addresses with XIDs (new, or sticky) that NVML's
+// inventory does not list: typically the GPU that fell off the bus.
+func unknownPCIs(st *state, byPCI map[string][]Event, known map[string]bool) []string {
+	seen := map[string]bool{}
+	for pci := range byPCI {
+		seen[pci] = true
+	}
+	for pci, g := range st.GPUs {
+		if g.Fail != nil {
+			seen[pci] = true
+		}
+	}
+	var out []string
+	for pci := range seen {
+		if !known[pci] {
+			out = append(out, pci)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// verdict is one GPU's result; g is nil for a PCI address NVML does not
+// list, which is named by the address (the index would be wrong: indices
+// shift when a GPU drops out) and the serial it last had.
+func (c *xidCheck) verdict(st *state, pci string, events []Event, g *gpu.GPU, read bool) (check.Result, bool) {
+	gs := st.GPUs[pci]
+	if len(events) > 0 {
+		gs = st.gpu(pci)
+	}
+	r := check.Result{Component: pci, IDs: check.IDs{PCIBusID: pci}}
+	if gs != nil {
+		r.IDs = gs.IDs
+		r.IDs.GPUIndex = nil
+		r.IDs.PCIBusID = pci
+	}
+	if g != nil {
+		r.Component, r.IDs = g.Component(), g.IDs()
+		if gs != nil {
+			gs.Component, gs.IDs = r.Component, r.IDs
+		}
+	}
+	switch {
+	case len(events) > 0:
+		c.record(gs, events, &r)
+	case gs != nil && gs.Fail != nil:
+		r.Status, r.Action, r.Message = check.Fail, gs.Fail.Action, gs.Fail.Message
+	case !read || g == nil:
+		return r, false
+	case gs != nil && gs.Count > 0:
+		r.Status, r.Message = check.OK, fmt.Sprintf("no new XIDs (%d this boot)", gs.Count)
+	default:
+		r.Status, r.Message = check.OK, "no XIDs"
+	}
+	return r, true
+}
+
+// record counts a GPU's new XIDs and fills its result: a drain-class XID
+// FAILs and becomes the boot's sticky failure unless a worse one already
+// is; warn-class ones WARN, unless the GPU already FAILs this boot.
+func (c *xidCheck) record(gs *gpuState, events []Event, r *check.Result) {
+	gs.Count += len(events)
+	worst := events[0]
+	for _, e := range events[1:] {
+		if c.table.worse(e, worst) {
+			worst = e
+		}
+	}
+	msg := describe(worst.XID)
+	more := len(events) - 1
+	if c.table.Class(worst.XID) == Drain {
+		if more > 0 {
+			msg += fmt.Sprintf(" (+%d more XIDs)", more)
+		}
+		cand := &sticky{XID: worst.XID, Seq: worst.Seq, Action: c.table.Action(worst.XID), Message: msg}
+		if gs.Fail == nil || severity(cand.Action) >= severity(gs.Fail.Action) {
+			gs.Fail = cand
+		}
+	}
+	if gs.Fail != nil {
+		r.Status, r.Action, r.Message = check.Fail, gs.Fail.Action, gs.Fail.Message
+		return
+	}
+	var notes []string
+	if more > 0 {
+		notes = append(notes, fmt.Sprintf("+%d more XIDs", more))
+	}
+	notes = append(notes, fmt.Sprintf("%d this boot", gs.Count))
+	r.Status, r.Action = check.Warn, check.ActionNone
+	r.Message = fmt.Sprintf("%s (%s)", msg, strings.Join(notes, ", "))
+}

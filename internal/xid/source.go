@@ -1,0 +1,227 @@
+package xid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gpuhc/gpuhc/internal/events"
+)
+
+// Source is the kernel log: /dev/kmsg on a node, a slice of records in
+// the tests and under --simulate.
+type Source interface {
+	// Records returns the log's records with sequence numbers >= from,
+	// oldest first. It never blocks: it returns what it has when ctx ends.
+	Records(ctx context.Context, from uint64) (Batch, error)
+	// BootID is the kernel's boot id ("" when unknown): sequence numbers
+	// restart at every boot, so a cursor is only valid for its boot.
+	BootID() string
+}
+
+// Batch is what one read of the kernel log found.
+type Batch struct {
+	Records []Record // seq >= from, oldest first
+	// Seen counts every record read, those before from included, and
+	// Newest is the highest sequence number among them: a log whose
+	// newest record is older than the cursor has restarted (a reboot whose
+	// boot id could not be read).
+	Seen   int
+	Newest uint64
+	// Complete is false when reading stopped early (the deadline or the
+	// per-run cap); Records are then the oldest ones, and the next run
+	// goes on from the last of them.
+	Complete bool
+}
+
+// Caps per run, so that a flood of kernel messages costs a bounded time.
+// /dev/kmsg holds at most log_buf_len bytes (32 MiB at the very most,
+// a few hundred thousand records), read one record per read(2).
+const (
+	maxReads = 1 << 20
+	maxKept  = 100_000
+	// recordBuf is larger than any record: the kernel's limit for one
+	// /dev/kmsg record with its dictionary is 8 KiB (CONSOLE_EXT_LOG_MAX),
+	// and read(2) fails with EINVAL on a smaller buffer.
+	recordBuf = 16 << 10
+	// maxFile caps a captured dump read as a regular file.
+	maxFile = 64 << 20
+)
+
+type kmsgSource struct {
+	path string
+	root string
+}
+
+// KmsgSource reads the kernel log device at path (checks.gpu.xid.kmsg,
+// "/dev/kmsg") under root, and the boot id from
+// <root>/proc/sys/kernel/random/boot_id. A regular file at path is read
+// as a dump of /dev/kmsg (`cat /dev/kmsg > file`), for fixtures.
+func KmsgSource(root, path string) Source {
+	if root != "" && root != "/" {
+		path = filepath.Join(root, path)
+	}
+	return &kmsgSource{path: path, root: root}
+}
+
+func (k *kmsgSource) BootID() string { return events.BootID(k.root) }
+
+// Records reads in a goroutine: a read of a character device under
+// O_NONBLOCK returns at once, but open(2) on a hung filesystem (a test
+// root on NFS, say) need not, and a check must not outlive its deadline.
+func (k *kmsgSource) Records(ctx context.Context, from uint64) (Batch, error) {
+	type answer struct {
+		b   Batch
+		err error
+	}
+	ch := make(chan answer, 1)
+	start := time.Now()
+	go func() {
+		b, err := k.read(ctx, from)
+		ch <- answer{b, err}
+	}()
+	select {
+	case a := <-ch:
+		return a.b, a.err
+	case <-ctx.Done():
+	}
+	// The read loop stops at the deadline too, with what it has: give it
+	// a moment to hand that over before calling the device hung.
+	select {
+	case a := <-ch:
+		return a.b, a.err
+	case <-time.After(handOver):
+		return Batch{}, fmt.Errorf("%s did not answer in %gs", k.path, time.Since(start).Round(100*time.Millisecond).Seconds())
+	}
+}
+
+// handOver is how long Records waits, after the deadline, for a read loop
+// that is still running normally.
+const handOver = 10 * time.Millisecond
+
+func (k *kmsgSource) read(ctx context.Context, from uint64) (Batch, error) {
+	// Not os.Open: Go registers a character device with its poller and
+	// then waits on EAGAIN, which on /dev/kmsg means waiting for the next
+	// kernel message. A raw non-blocking fd returns EAGAIN at the end of
+	// the log instead.
+	fd, err := unix.Open(k.path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return Batch{}, &os.PathError{Op: "open", Path: k.path, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return Batch{}, &os.PathError{Op: "stat", Path: k.path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFREG {
+		return readDump(ctx, fd, k.path, from)
+	}
+	return readRecords(ctx, rawFD(fd), k.path, from)
+}
+
+// rawFD reads with read(2) and reports errno as is (EAGAIN, EPIPE).
+type rawFD int
+
+func (fd rawFD) Read(p []byte) (int, error) {
+	n, err := unix.Read(int(fd), p)
+	switch {
+	case err != nil:
+		return 0, err
+	case n == 0 && len(p) > 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// readRecords reads /dev/kmsg: one record per read(2), EAGAIN at the end
+// of the log, EPIPE when the reader's next record was overwritten by new
+// ones (the kernel then moves the reader to the oldest record it still
+// has, so reading simply goes on: the lost records are gone for everyone).
+func readRecords(ctx context.Context, r io.Reader, path string, from uint64) (Batch, error) {
+	b := Batch{}
+	buf := make([]byte, recordBuf)
+	for reads := 0; ; reads++ {
+		if reads >= maxReads || len(b.Records) >= maxKept || ctx.Err() != nil {
+			return b, nil
+		}
+		n, err := r.Read(buf)
+		switch {
+		case errors.Is(err, unix.EINTR), errors.Is(err, unix.EPIPE):
+			continue
+		case errors.Is(err, unix.EAGAIN), err == io.EOF, err == nil && n == 0:
+			b.Complete = true
+			return b, nil
+		case err != nil:
+			// EINVAL: a record larger than the buffer, which the kernel
+			// never writes; anything else is as unexpected. The reader
+			// stays on the record, so stop rather than spin.
+			return b, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		b.add(string(buf[:n]), from)
+	}
+}
+
+// readDump reads a captured /dev/kmsg dump (a regular file).
+func readDump(ctx context.Context, fd int, path string, from uint64) (Batch, error) {
+	data, err := io.ReadAll(io.LimitReader(rawFD(fd), maxFile))
+	if err != nil {
+		return Batch{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	b := Batch{Complete: true}
+	for _, s := range SplitRecords(string(data)) {
+		if ctx.Err() != nil || len(b.Records) >= maxKept {
+			b.Complete = false
+			break
+		}
+		b.add(s, from)
+	}
+	return b, nil
+}
+
+// add takes one record, counting it whatever its sequence number.
+// Unparsable records are skipped: a kernel log is never a reason to fail.
+func (b *Batch) add(s string, from uint64) {
+	r, err := ParseRecord(s)
+	if err != nil {
+		return
+	}
+	if b.Seen == 0 || r.Seq > b.Newest {
+		b.Newest = r.Seq
+	}
+	b.Seen++
+	if r.Seq >= from {
+		b.Records = append(b.Records, r)
+	}
+}
+
+type sliceSource struct {
+	records []string
+	bootID  string
+}
+
+// SliceSource serves records given as /dev/kmsg strings
+// ("3,1042,5123456,-;NVRM: Xid (PCI:0000:4e:00): 79, ..."), such as a
+// simulated machine's Kmsg, under bootID.
+func SliceSource(records []string, bootID string) Source {
+	return &sliceSource{records: records, bootID: bootID}
+}
+
+func (s *sliceSource) BootID() string { return s.bootID }
+
+func (s *sliceSource) Records(ctx context.Context, from uint64) (Batch, error) {
+	b := Batch{Complete: true}
+	for _, r := range s.records {
+		if ctx.Err() != nil || len(b.Records) >= maxKept {
+			b.Complete = false
+			break
+		}
+		b.add(r, from)
+	}
+	return b, nil
+}
