@@ -33,6 +33,8 @@ type changeRow struct {
 	Before  string `json:"before,omitempty"`
 	Detail  string `json:"detail,omitempty"`
 	Backend string `json:"backend,omitempty"`
+	// unreachable: Slurm could not be read (exit 3, not 1).
+	unreachable bool
 }
 
 func (r changeRow) ok() bool { return r.Result != resRefused && r.Result != resFailed }
@@ -50,14 +52,17 @@ reason "gpuhc: TEXT", and records a drain event in each node's event log.
 The "gpuhc: " prefix makes the drain gpuhc's: "gpuhc-drain resume" may
 undo it, while the health check never resumes it (it only resumes drains
 it made itself). --raw sends TEXT as it is, making the drain an ordinary
-admin drain. A node drained or down with a reason that is not gpuhc's is
-refused unless --force.`
+admin drain. A node drained or down whose reason is not a gpuhc drain's
+(someone else's, or a stale gpuhc reason on a down node without the DRAIN
+flag) is refused unless --force.`
 
-const resumeAbout = `Resumes NODES (names, or a Slurm hostlist) that are drained or down with
-a gpuhc reason, and records a resume event in each node's event log. A
-node whose reason is not gpuhc's (an admin's "maintenance", slurmctld's
-"Not responding") is refused unless --force; a node that is not drained is
-refused.`
+const resumeAbout = `Resumes NODES (names, or a Slurm hostlist) that gpuhc drained: the DRAIN
+flag and a gpuhc reason (down or not), and records a resume event in each
+node's event log. A node whose reason is not gpuhc's (an admin's
+"maintenance", slurmctld's "Not responding"), or a down node without the
+DRAIN flag that only shows a stale gpuhc reason (Slurm keeps the reason
+after a resume), is refused unless --force; a node that is not drained or
+down is refused.`
 
 func (p Program) drain(args []string) error {
 	var o changeOpts
@@ -133,9 +138,9 @@ func (p Program) change(o *changeOpts, pos []string, one func(context.Context, s
 		var ev *events.Event
 		n, err := ctl.Node(ctx, name)
 		if err != nil {
-			row = changeRow{Node: name, Result: resFailed, Detail: "read node: " + err.Error()}
+			row = changeRow{Node: name, Result: resFailed, Detail: "read node: " + err.Error(), unreachable: true}
 			if errors.Is(err, slurm.ErrNodeNotFound) {
-				row.Result, row.Detail = resRefused, "no such node"
+				row = changeRow{Node: name, Result: resRefused, Detail: "no such node"}
 			}
 		} else {
 			row, ev = one(ctx, ctl, n)
@@ -152,6 +157,11 @@ func (p Program) change(o *changeOpts, pos []string, one func(context.Context, s
 		}
 		rows = append(rows, row)
 	}
+	for _, r := range rows {
+		if r.unreachable {
+			code = ExitInternal // Slurm could not be read
+		}
+	}
 	if err := emit(p.Stdout, o.format(), changeTable(rows), rows); err != nil {
 		return err
 	}
@@ -167,10 +177,8 @@ func (p Program) drainOne(ctx context.Context, o *changeOpts, ctl slurm.Controll
 	case n.Drained() && n.Reason == reason:
 		row.Result, row.Detail = resAlreadyDrained, "already drained with this reason"
 		return row, nil
-	case offline(n) && n.Reason != "" && !policy.Owned(n.Reason) && !o.force:
-		row.Result = resRefused
-		row.Detail = fmt.Sprintf("%s by someone else (%q%s): not gpuhc's; --force replaces it",
-			strings.ToLower(stateWord(n)), n.Reason, setBy(n))
+	case offline(n) && n.Reason != "" && !gpuhcDrain(n) && !o.force:
+		row.Result, row.Detail = resRefused, notOurs(n)+"; --force replaces it"
 		return row, nil
 	}
 	if o.dryRun {
@@ -178,12 +186,23 @@ func (p Program) drainOne(ctx context.Context, o *changeOpts, ctl slurm.Controll
 		return row, nil
 	}
 	if err := ctl.Drain(ctx, n.Name, reason); err != nil {
-		row.Result, row.Detail = resFailed, err.Error()
-		return row, nil
+		// A DRAIN that slurmctld applied but whose answer was lost still
+		// counts: read the node again.
+		m, rerr := ctl.Node(ctx, n.Name)
+		switch {
+		case rerr != nil:
+			row.Result, row.unreachable = resFailed, true
+			row.Detail = fmt.Sprintf("%v; reading the node again: %v", err, rerr)
+			return row, nil
+		case !m.Drained() || m.Reason != reason:
+			row.Result, row.Detail = resFailed, err.Error()
+			return row, nil
+		}
+		row.Detail = fmt.Sprintf("drained, but Slurm's answer was lost (%v)", err)
 	}
 	row.Result, row.Backend = resDrained, ctl.Backend()
-	if n.Drained() && n.Reason != "" {
-		row.Detail = fmt.Sprintf("replaced %q", n.Reason)
+	if offline(n) && n.Reason != "" {
+		row.Detail = strings.TrimPrefix(row.Detail+"; ", "; ") + fmt.Sprintf("replaced %q", n.Reason)
 	}
 	ev := p.event(events.KindDrain, n.Name, reason, ctl.Backend())
 	return row, &ev
@@ -195,10 +214,8 @@ func (p Program) resumeOne(ctx context.Context, o *changeOpts, ctl slurm.Control
 	case !offline(n):
 		row.Result, row.Detail = resRefused, "not drained or down"
 		return row, nil
-	case !policy.Owned(n.Reason) && !o.force:
-		row.Result = resRefused
-		row.Detail = fmt.Sprintf("%s by someone else (%q%s): not gpuhc's; --force resumes it",
-			strings.ToLower(stateWord(n)), n.Reason, setBy(n))
+	case !gpuhcDrain(n) && !o.force:
+		row.Result, row.Detail = resRefused, notOurs(n)+"; --force resumes it"
 		return row, nil
 	}
 	if o.dryRun {
@@ -208,10 +225,17 @@ func (p Program) resumeOne(ctx context.Context, o *changeOpts, ctl slurm.Control
 	if err := ctl.Resume(ctx, n.Name); err != nil {
 		// A RESUME that slurmctld applied but whose answer was lost still
 		// counts.
-		if m, rerr := ctl.Node(ctx, n.Name); rerr != nil || offline(m) {
+		m, rerr := ctl.Node(ctx, n.Name)
+		switch {
+		case rerr != nil:
+			row.Result, row.unreachable = resFailed, true
+			row.Detail = fmt.Sprintf("%v; reading the node again: %v", err, rerr)
+			return row, nil
+		case offline(m):
 			row.Result, row.Detail = resFailed, err.Error()
 			return row, nil
 		}
+		row.Detail = fmt.Sprintf("resumed, but Slurm's answer was lost (%v)", err)
 	}
 	row.Result, row.Backend = resResumed, ctl.Backend()
 	ev := p.event(events.KindResume, n.Name, n.Reason, ctl.Backend())
@@ -230,6 +254,15 @@ func (p Program) record(ctx context.Context, o *common, node string, ev events.E
 		return err
 	}
 	return events.Log{Path: cfg.Events.File}.Append(ctx, ev)
+}
+
+// notOurs says why a drained or down node is not gpuhc's to change.
+func notOurs(n slurm.Node) string {
+	if staleReason(n) {
+		return fmt.Sprintf("%s without the DRAIN flag, with a stale gpuhc reason (%q%s; Slurm keeps a reason after a resume): not a gpuhc drain",
+			stateWord(n), n.Reason, setBy(n))
+	}
+	return fmt.Sprintf("%s by someone else (%q%s): not gpuhc's", stateWord(n), n.Reason, setBy(n))
 }
 
 func stateWord(n slurm.Node) string {

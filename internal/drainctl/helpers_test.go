@@ -23,11 +23,14 @@ import (
 
 // fakeCtl is an in-memory cluster.
 type fakeCtl struct {
-	mu      sync.Mutex
-	nodes   map[string]slurm.Node
-	calls   []string
-	failOn  map[string]error // "drain gpu001" → error
-	lost    map[string]bool  // the change is made, then an error returned
+	mu     sync.Mutex
+	nodes  map[string]slurm.Node
+	calls  []string
+	failOn map[string]error // "drain gpu001" → error
+	lost   map[string]bool  // the change is made, then an error returned
+	// hook, when set, is asked about every call after failOn; an error
+	// fails the call.
+	hook    func(op string) error
 	user    string
 	now     time.Time
 	listErr error
@@ -49,7 +52,13 @@ func (f *fakeCtl) call(op string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, op)
-	return f.failOn[op]
+	if err := f.failOn[op]; err != nil {
+		return err
+	}
+	if f.hook != nil {
+		return f.hook(op)
+	}
+	return nil
 }
 
 func (f *fakeCtl) Node(_ context.Context, name string) (slurm.Node, error) {
@@ -85,6 +94,9 @@ func (f *fakeCtl) Drain(_ context.Context, name, reason string) error {
 	}
 	n.Reason, n.ReasonUser, n.ReasonTime = reason, f.user, f.now
 	f.nodes[name] = n
+	if f.lost["drain "+name] {
+		return errors.New("answer lost")
+	}
 	return nil
 }
 

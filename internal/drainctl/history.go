@@ -47,6 +47,7 @@ func (p Program) history(args []string) error {
 	ctx, cancel := slurmContext()
 	defer cancel()
 	evs, err := p.readEvents(ctx, &o.common, keep)
+	partial, err := incomplete(err)
 	if err != nil {
 		return err
 	}
@@ -56,7 +57,10 @@ func (p Program) history(args []string) error {
 	if evs == nil {
 		evs = []events.Event{}
 	}
-	return emit(p.Stdout, o.format(), historyTable(evs, o.format()), evs)
+	if err := emit(p.Stdout, o.format(), historyTable(evs, o.format()), evs); err != nil {
+		return err
+	}
+	return partial
 }
 
 func (o *historyOpts) filter(now time.Time) (func(events.Event) bool, error) {

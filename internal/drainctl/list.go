@@ -24,15 +24,19 @@ const (
 type listRow struct {
 	Node  string   `json:"node"`
 	State []string `json:"state"`
-	// Owner is "gpuhc" for a gpuhc: reason, "not gpuhc" for anyone
-	// else's, "gpuhc, suppressed" for a node gpuhc would drain but the storm
-	// guard refused.
-	Owner      string     `json:"owner"`
-	Gpuhc      bool       `json:"gpuhc"`
-	Suppressed bool       `json:"suppressed,omitempty"`
-	Reason     string     `json:"reason"`
-	ReasonUser string     `json:"reason_user,omitempty"`
-	ReasonTime *time.Time `json:"reason_time,omitempty"`
+	// Owner is "gpuhc" for a node with the DRAIN flag and a gpuhc:
+	// reason, "not gpuhc" for anyone else's, "gpuhc, suppressed" for a
+	// node gpuhc would drain but the storm guard refused.
+	Owner string `json:"owner"`
+	Gpuhc bool   `json:"gpuhc"`
+	// StaleReason marks a down node (no DRAIN flag) that shows an old
+	// gpuhc: reason: Slurm 24.11 keeps the reason after a RESUME, and a
+	// node that stops responding later keeps it. It is not gpuhc's.
+	StaleReason bool       `json:"stale_reason,omitempty"`
+	Suppressed  bool       `json:"suppressed,omitempty"`
+	Reason      string     `json:"reason"`
+	ReasonUser  string     `json:"reason_user,omitempty"`
+	ReasonTime  *time.Time `json:"reason_time,omitempty"`
 	// Since is when the drain began: Slurm's reason time, else the event's.
 	Since           *time.Time `json:"since,omitempty"`
 	DurationSeconds int64      `json:"duration_seconds,omitempty"`
@@ -50,12 +54,14 @@ type listRow struct {
 }
 
 const listAbout = `Lists every drained or down node with its reason, who set it, since when
-and for how long. gpuhc's own drains (reason "gpuhc: ...") are joined with
-their event-log detail: the failing check, component, GPU serial, suggested
-action and the message with the measured value and limit. Drains that are
-not gpuhc's are listed as "not gpuhc". Nodes whose drain the storm guard
-held back are listed as "gpuhc, suppressed". NODES (a hostlist or glob)
-limits the list.`
+and for how long. gpuhc's own drains (the DRAIN flag and a reason
+"gpuhc: ...") are joined with their event-log detail: the failing check,
+component, GPU serial, suggested action and the message with the measured
+value and limit. Drains that are not gpuhc's are listed as "not gpuhc", and
+so is a down node that shows an old gpuhc reason without the DRAIN flag (a
+stale reason, kept by Slurm after a resume). Nodes whose drain the storm
+guard held back are listed as "gpuhc, suppressed". NODES (a hostlist or
+glob) limits the list.`
 
 func (p Program) list(args []string) error {
 	var o common
@@ -89,16 +95,33 @@ func (p Program) list(args []string) error {
 		}
 		return false
 	})
+	partial, err := incomplete(err)
 	if err != nil {
 		return err
 	}
 	rows := buildList(nodes, evs, match, p.now())
-	return emit(p.Stdout, o.format(), listTable(rows, o.format()), rows)
+	if err := emit(p.Stdout, o.format(), listTable(rows, o.format()), rows); err != nil {
+		return err
+	}
+	return partial
 }
 
 // offline reports whether Slurm keeps jobs off the node, whatever the cause.
 func offline(n slurm.Node) bool {
 	return n.Drained() || n.Base() == "DOWN" || n.Has("FAIL")
+}
+
+// gpuhcDrain reports whether the node is drained by gpuhc: the DRAIN flag
+// and a "gpuhc:" reason, never the reason alone (design.md §3).
+func gpuhcDrain(n slurm.Node) bool {
+	return n.Drained() && policy.Owned(n.Reason)
+}
+
+// staleReason reports a "gpuhc:" reason without the DRAIN flag: Slurm
+// 24.11 keeps the reason after a RESUME, and a node that later stops
+// responding goes DOWN with it.
+func staleReason(n slurm.Node) bool {
+	return !n.Drained() && policy.Owned(n.Reason)
 }
 
 // buildList joins the nodes Slurm reports with the event log. evs must be
@@ -138,7 +161,8 @@ func drainedRow(n slurm.Node, evs []events.Event) listRow {
 		ReasonTime: timePtr(n.ReasonTime), Since: timePtr(n.ReasonTime),
 		Owner: ownerOther,
 	}
-	if !policy.Owned(n.Reason) {
+	if !gpuhcDrain(n) {
+		r.StaleReason = staleReason(n)
 		return r
 	}
 	r.Owner, r.Gpuhc = ownerGpuhc, true
@@ -283,6 +307,9 @@ func listTable(rows []listRow, format string) table {
 		detail := r.Message
 		if !r.Gpuhc || detail == "" {
 			detail = r.Reason
+		}
+		if r.StaleReason {
+			detail = "stale reason, not drained: " + r.Reason
 		}
 		t.rows = append(t.rows, []string{r.Node, strings.Join(r.State, "+"), r.Owner, setBy, stamp(since), dur,
 			r.Check, r.Component, r.Serial, r.Action, detail})

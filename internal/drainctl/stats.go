@@ -72,11 +72,11 @@ func (p Program) stats(args []string) error {
 	acc := stats.New(stats.Options{Since: since, Until: until, LemonMin: o.lemonMin, Check: o.check})
 	ctx, cancel := slurmContext()
 	defer cancel()
-	err = p.scanEach(ctx, &o.common, func(ev events.Event) {
+	partial, err := incomplete(p.scanEach(ctx, &o.common, func(ev events.Event) {
 		if match(ev.Node) {
 			acc.Add(ev)
 		}
-	})
+	}))
 	if err != nil {
 		return err
 	}
@@ -84,11 +84,16 @@ func (p Program) stats(args []string) error {
 	rep.Filter.Node = o.node
 	switch o.format() {
 	case formatJSON:
-		return emit(p.Stdout, formatJSON, table{}, rep)
+		err = emit(p.Stdout, formatJSON, table{}, rep)
 	case formatCSV:
-		return emit(p.Stdout, formatCSV, statsCSV(rep, sections), nil)
+		err = emit(p.Stdout, formatCSV, statsCSV(rep, sections), nil)
+	default:
+		err = printStats(p.Stdout, rep, sections)
 	}
-	return printStats(p.Stdout, rep, sections)
+	if err != nil {
+		return err
+	}
+	return partial
 }
 
 func bySections(s string) (map[string]bool, error) {
@@ -192,8 +197,15 @@ func windowLine(rep stats.Report) string {
 		s += fmt.Sprintf("; observed %s to %s", stamp(*rep.Window.From), stamp(*rep.Window.To))
 	}
 	s += fmt.Sprintf("; %d events", rep.Events)
+	var notes []string
+	if rep.Duplicates > 0 {
+		notes = append(notes, fmt.Sprintf("%d duplicates counted once", rep.Duplicates))
+	}
 	if rep.Skipped > 0 {
-		s += fmt.Sprintf(" (%d skipped)", rep.Skipped)
+		notes = append(notes, fmt.Sprintf("%d skipped", rep.Skipped))
+	}
+	if len(notes) > 0 {
+		s += " (" + strings.Join(notes, ", ") + ")"
 	}
 	var f []string
 	if rep.Filter.Node != "" {

@@ -20,8 +20,17 @@
 // blips, a drain (or a drain-suppressed event, or no drain), the recovery
 // (to OK, or WARN) and the resume; sometimes a second component failing
 // during a drain, or an admin resuming a still-failing node which the
-// health check then drains again (and whose next ERROR→FAIL is a new
-// episode). Special nodes: node 0 never fails; a GPU
+// health check then drains again.
+//
+// The truth follows design.md §7, written here from the scenario rather
+// than from the lines: an episode begins with a component's first FAIL
+// after healthy (an incident's first FAIL, whether logged after OK, after
+// an ERROR that followed OK, or first seen) and ends at its recovery or at
+// the node's resume, whichever comes first. An admin's resume of a node
+// whose component still fails ends the episode but does not re-arm the
+// component: the FAIL lines that follow (FAIL→FAIL, or an ERROR→FAIL blip)
+// belong to no episode, and only the recovery to a healthy status lets a
+// later incident open a new one. Special nodes: node 0 never fails; a GPU
 // of node 1 fails repeatedly, is moved to node 2 half-way and fails there
 // too; node 1's current log has a torn line in the middle and a torn last
 // line; Params.LemonNodes nodes fail LemonFactor times as often.
@@ -508,23 +517,21 @@ func (g *gen) incident(t0 int64, forceSlot int) int64 {
 	end := t1 + 600
 	switch {
 	case admin:
-		// An admin resumes the still-failing node (closing the episode);
-		// the next health check run drains it again: no new episode.
+		// An admin resumes the still-failing node (ending the episode);
+		// the next health check run drains it again: no new episode, the
+		// component never having been healthy in between.
 		tr := t0 + d/2
 		g.drainEv(tr, events.KindResume, reason, "gpuhc-drain:root", ep)
 		g.endEpisode(ep, tr)
 		g.drainPeriod(k, serial, t0, tr)
 		g.drainEv(tr+300, events.KindDrain, reason, "healthcheck", 0)
-		closing := 0
 		if variant%2 == 0 && tr+900 < t1 {
-			// An ERROR blip after the resume: the FAIL that follows opens
-			// a new episode, the old one having been closed by the resume.
+			// An ERROR blip after the resume: the FAIL that follows is the
+			// same failure, still no new episode.
 			g.tr(tr+600, k, serial, "FAIL", "ERROR", "NVML did not answer in 5s", 0)
-			closing = g.newEpisode(k, serial, tr+900)
-			g.tr(tr+900, k, serial, "ERROR", "FAIL", msg(), closing)
-			g.endEpisode(closing, t1)
+			g.tr(tr+900, k, serial, "ERROR", "FAIL", msg(), 0)
 		}
-		g.tr(t1, k, serial, "FAIL", "OK", "", closing)
+		g.tr(t1, k, serial, "FAIL", "OK", "", 0)
 		g.drainEv(t1+600, events.KindResume, reason, "healthcheck", 0)
 		g.drainPeriod(k, serial, tr+300, t1+600)
 	default:

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -181,5 +182,74 @@ func TestParams(t *testing.T) {
 	tr, err := Generate(t.TempDir(), Params{Nodes: 1, Days: 1, GPUsPerNode: 0, FailureRate: 1000})
 	if err != nil || tr.Moved.Serial != "" || len(tr.Episodes) != 0 || tr.Heartbeats != 1 {
 		t.Fatalf("%+v %v", tr, err)
+	}
+}
+
+// The truth follows design.md §7: an admin's resume of a still-failing
+// node ends the episode without re-arming the component, so an ERROR→FAIL
+// blip after it opens no new episode.
+func TestResumeDoesNotRearmInTruth(t *testing.T) {
+	p := Params{Nodes: 40, GPUsPerNode: 8, Days: 120, FailureRate: 6, LemonNodes: 2, LemonFactor: 8, Seed: 7, RotateBytes: 12 << 10}
+	dir := t.TempDir()
+	tr, err := Generate(dir, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byNode := map[string][]events.Event{}
+	for name, b := range readDir(t, dir) {
+		if strings.HasSuffix(name, ".gz") {
+			zr, err := gzip.NewReader(bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, err = io.ReadAll(zr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			var ev events.Event
+			if json.Unmarshal([]byte(line), &ev) == nil {
+				byNode[ev.Node] = append(byNode[ev.Node], ev)
+			}
+		}
+	}
+	blips := 0
+	for node, evs := range byNode {
+		slices.SortStableFunc(evs, func(a, b events.Event) int { return a.Time.Compare(b.Time) })
+		for i, ev := range evs {
+			if ev.Kind != events.KindResume || ev.By != "gpuhc-drain:root" {
+				continue
+			}
+			parts := strings.SplitN(strings.TrimPrefix(ev.Message, "gpuhc: "), ": ", 3)
+			chk, comp := parts[0], parts[1]
+			// the episode ended at the resume
+			ended := false
+			for _, e := range tr.Episodes {
+				ended = ended || e.Node == node && e.Check == chk && e.Component == comp && e.End.Equal(ev.Time)
+			}
+			if !ended {
+				t.Errorf("%s: no episode of %s %s ends at the admin's resume %v", node, chk, comp, ev.Time)
+			}
+			for _, later := range evs[i+1:] {
+				if later.Kind != events.KindTransition || later.Check != chk || later.Component != comp {
+					continue
+				}
+				if later.Status != "FAIL" {
+					if later.Status == "OK" {
+						break
+					}
+					continue
+				}
+				blips++
+				for _, e := range tr.Episodes {
+					if e.Node == node && e.Check == chk && e.Component == comp && e.Start.Equal(later.Time) {
+						t.Errorf("%s: the FAIL at %v after the resume opens an episode", node, later.Time)
+					}
+				}
+			}
+		}
+	}
+	if blips == 0 {
+		t.Fatal("no ERROR→FAIL after an admin's resume in the fleet")
 	}
 }

@@ -98,7 +98,8 @@ func ParseReason(reason string) (check, component, message string, ok bool) {
 	body = strings.TrimSpace(body)
 	parts := strings.SplitN(body, ": ", 3)
 	if len(parts) == 3 && checkName.MatchString(parts[0]) && parts[1] != "" {
-		comp, _, _ := strings.Cut(parts[1], " (SN ")
+		// Drop the identifiers Component added: "gpu3 (SN …, 0000:4e:00.0)".
+		comp, _, _ := strings.Cut(parts[1], " (")
 		return parts[0], comp, parts[2], true
 	}
 	return "", "", body, false

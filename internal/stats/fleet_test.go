@@ -6,11 +6,15 @@ package stats_test
 // alone, with integer seconds, and must match.
 
 import (
+	"bytes"
 	"cmp"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -351,5 +355,65 @@ func checkFleetCases(t *testing.T, tr *fleetgen.Truth, rep stats.Report, want *e
 		if !found && want.node[l].episodes >= stats.DefaultLemonMin {
 			t.Errorf("lemon node %s not ranked", l)
 		}
+	}
+}
+
+// Logs read twice count once: next to the fleet's logs, a collection
+// directory holds logrotate's partial .1.gz (compression in progress) of
+// some nodes' .1 files and a whole second copy of other nodes' logs. The
+// report is the one of the fleet's logs alone.
+func TestFleetReadTwiceCountsOnce(t *testing.T) {
+	p := fleetgen.Params{Nodes: 12, GPUsPerNode: 8, Days: 90, FailureRate: 12, LemonNodes: 1, Seed: 11, RotateBytes: 8 << 10}
+	dir, dup := t.TempDir(), t.TempDir()
+	if _, err := fleetgen.Generate(dir, p); err != nil {
+		t.Fatal(err)
+	}
+	scan := func(sources ...string) stats.Report {
+		t.Helper()
+		a := stats.New(stats.Options{})
+		if err := events.Scan(context.Background(), sources, nil, nil, func(e events.Event) error {
+			a.Add(e)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return a.Report()
+	}
+	want := scan(dir)
+	for i := range p.Nodes {
+		name := fleetgen.NodeName(i) + ".events.jsonl"
+		switch {
+		case i%3 == 0: // a partial .1.gz
+			b, err := os.ReadFile(filepath.Join(dir, name+".1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var z bytes.Buffer
+			zw := gzip.NewWriter(&z)
+			zw.Write(b)
+			zw.Close()
+			if err := os.WriteFile(filepath.Join(dup, name+".1.gz"), z.Bytes()[:z.Len()*2/3], 0o644); err != nil {
+				t.Fatal(err)
+			}
+		case i%3 == 1: // every file again
+			files, _ := filepath.Glob(filepath.Join(dir, name+"*"))
+			for _, f := range files {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dup, "copy-"+filepath.Base(f)), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	got := scan(dir, dup)
+	if got.Duplicates == 0 || got.Events-got.Duplicates != want.Events || want.Duplicates != 0 {
+		t.Errorf("events %d, duplicates %d; read once: %d events, %d duplicates", got.Events, got.Duplicates, want.Events, want.Duplicates)
+	}
+	got.Events, got.Duplicates = want.Events, want.Duplicates
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("read twice:\n got fleet %s\nwant fleet %s", show(got.Fleet), show(want.Fleet))
 	}
 }

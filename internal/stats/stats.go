@@ -8,6 +8,18 @@
 // fixed order of their fields) when the report is made, and hours are
 // summed as whole microseconds, so that even the sums are exact.
 //
+// # Duplicates
+//
+// The same lines are often read twice: logrotate's partial .1.gz next to
+// the .1 it is compressing, a copytruncate copy, a log collected by two
+// pipelines. Such repeats count once. A transition, drain or resume equal
+// to another of its node in everything the report uses (time to the
+// microsecond, kind, check, component, serial, status and previous
+// status; for drains and resumes, the check and component of the reason)
+// is a duplicate, and so is a heartbeat of the same node with the same
+// time and hours (whatever its serials or boot id). Report.Duplicates says
+// how many were dropped.
+//
 // # Window
 //
 // Options.Since and Options.Until bound the window [Since, Until); a zero
@@ -32,16 +44,29 @@
 // # Episodes
 //
 // An episode is a failure of one component, per (node, check, component),
-// from transition events. A transition to FAIL opens an episode unless one
-// is already open for that key or the event's previous status is FAIL: a
-// transition from OK, WARN, SKIP or ERROR, or a first-seen FAIL (no
-// previous), opens one. Repeated FAIL lines (FAIL→FAIL, say with another
-// message) never do. An episode closes at the next transition of that key
-// to OK, WARN or SKIP, or at a resume event of its node (a resume closes
-// every open episode of the node). ERROR (could not check) neither opens
-// nor closes. An episode counts in the window where it opens. Its GPU
-// serial is the serial of the event that opened it; its component type
-// is ComponentType of its component.
+// from transition events (design.md §7: the first FAIL after healthy, up to
+// the next resume or healthy run). A transition to FAIL opens an episode
+// only when the component was not already failing:
+//
+//   - a first-seen FAIL (the event has no previous status: the health
+//     check had no record of the component, say it vanished and came back);
+//   - a FAIL whose previous status is OK, WARN or SKIP;
+//   - a FAIL after ERROR (could not check), when the last status other than
+//     ERROR known for that key was healthy, or none is known.
+//
+// A FAIL whose previous status is FAIL never opens one, nor does a FAIL
+// after ERROR when the component was failing before the ERROR: the same
+// failure detected a hundred times, or through a while of ERROR, is one
+// episode. An episode closes at the next transition of that key to OK,
+// WARN or SKIP, or at a resume event of its node (a resume closes every
+// open episode of the node). A resume does not re-arm a component that is
+// still failing: only a healthy status does, so a FAIL seen again after
+// the resume (FAIL→FAIL, or ERROR→FAIL) is not a new episode. ERROR
+// neither opens nor closes. A window's first line for a key that says the
+// component was already failing (previous FAIL) counts no episode: it
+// opened before the logs. An episode counts in the window where it
+// opens. Its GPU serial is the serial of the event that opened it; its
+// component type is ComponentType of its component.
 //
 // MTTF = hours / episodes. With no episode, or no observed hours, MTTF is
 // undefined: null in JSON (MTTF is a nil pointer), "-" in tables.
@@ -167,9 +192,11 @@ type Report struct {
 	Lemons          []Lemon `json:"lemons"`
 	// Events is the number of events added that the report considered;
 	// Skipped, those that could not be used (a heartbeat with hours not
-	// above 0, a transition without check).
-	Events  int `json:"events"`
-	Skipped int `json:"skipped_events"`
+	// above 0, a transition without check); Duplicates, those of Events
+	// that repeated another (see "Duplicates") and were counted once.
+	Events     int `json:"events"`
+	Skipped    int `json:"skipped_events"`
+	Duplicates int `json:"duplicate_events"`
 }
 
 // Columns heads the cells of Row.Cells, for tables and CSV.
@@ -256,19 +283,39 @@ type rec struct {
 	check, comp, serial string
 }
 
-type node struct {
-	name  string
-	skip  bool  // excluded by Options.Node
-	hours int64 // µs in window
-	recs  []rec
-	// the serials of the last heartbeat, resolved
-	lastSerials []string
-	lastAccs    []*serialAcc
+// beat is a heartbeat kept for the report, its time and hours in µs: 16
+// bytes, one a day per node, the bulk of what is kept.
+type beat struct{ t, us int64 }
+
+// beatChunk is how many heartbeats a chunk holds (512 bytes). Chunks,
+// not a growing slice, so that a year of daily heartbeats per node for
+// 10,000 nodes takes 60 MB, not the 80 MB and the garbage of append's
+// growth.
+const beatChunk = 32
+
+// beats are a node's heartbeats that list the same serials.
+type beats struct {
+	serials []string // nil: none
+	chunks  []*[beatChunk]beat
+	n       int // beats in the last chunk
 }
 
-type serialAcc struct {
-	hours int64
-	nodes []string
+func (b *beats) add(h beat) {
+	if len(b.chunks) == 0 || b.n == beatChunk {
+		b.chunks = append(b.chunks, new([beatChunk]beat))
+		b.n = 0
+	}
+	b.chunks[len(b.chunks)-1][b.n] = h
+	b.n++
+}
+
+type node struct {
+	name string
+	skip bool // excluded by Options.Node
+	recs []rec
+	// beats, by serial list; last is the index of the latest one used.
+	beats []beats
+	last  int
 }
 
 // Accumulator collects events for a Report.
@@ -276,7 +323,6 @@ type Accumulator struct {
 	opts         Options
 	since, until int64
 	nodes        map[string]*node
-	serials      map[string]*serialAcc
 	last         *node
 	strs         map[string]string
 	from, to     int64
@@ -291,7 +337,7 @@ func New(opts Options) *Accumulator {
 	}
 	a := &Accumulator{
 		opts: opts, since: math.MinInt64, until: math.MaxInt64,
-		nodes: map[string]*node{}, serials: map[string]*serialAcc{}, strs: map[string]string{},
+		nodes: map[string]*node{}, strs: map[string]string{},
 		from: math.MaxInt64, to: math.MinInt64,
 	}
 	if !opts.Since.IsZero() {
@@ -320,7 +366,7 @@ func (a *Accumulator) node(name string) *node {
 	}
 	n := a.nodes[name]
 	if n == nil {
-		n = &node{name: name, skip: !match(a.opts.Node, name)}
+		n = &node{name: name, skip: !match(a.opts.Node, name), last: -1}
 		a.nodes[name] = n
 	}
 	a.last = n
@@ -398,39 +444,39 @@ func (a *Accumulator) heartbeat(n *node, t int64, ev events.Event) {
 		a.skipped++
 		return
 	}
-	a.events++
 	us := int64(math.Round(ev.Hours * usPerHour))
 	lo, hi := max(t-us, a.since), min(t, a.until)
 	if hi <= lo {
-		return
+		return // nothing in the window
 	}
-	d := hi - lo
-	n.hours += d
+	a.events++
 	a.observe(lo, hi)
-	if len(ev.Serials) == 0 {
-		return
+	a.beatsOf(n, ev.Serials).add(beat{t: t, us: us})
+}
+
+// beatsOf is the node's heartbeats that list serials, added if new.
+func (a *Accumulator) beatsOf(n *node, serials []string) *beats {
+	if len(serials) == 0 {
+		serials = nil
 	}
-	if !slices.Equal(ev.Serials, n.lastSerials) {
-		n.lastSerials = slices.Clone(ev.Serials)
-		n.lastAccs = n.lastAccs[:0]
-		for i, s := range ev.Serials {
-			if s == "" || slices.Contains(ev.Serials[:i], s) {
-				continue
+	eq := func(b beats) bool { return slices.Equal(b.serials, serials) }
+	if n.last >= 0 && eq(n.beats[n.last]) {
+		return &n.beats[n.last]
+	}
+	i := slices.IndexFunc(n.beats, eq)
+	if i < 0 {
+		var set []string
+		if serials != nil {
+			set = make([]string, len(serials))
+			for k, s := range serials {
+				set[k] = a.intern(s)
 			}
-			acc := a.serials[s]
-			if acc == nil {
-				acc = &serialAcc{}
-				a.serials[strings.Clone(s)] = acc
-			}
-			if !slices.Contains(acc.nodes, n.name) {
-				acc.nodes = append(acc.nodes, n.name)
-			}
-			n.lastAccs = append(n.lastAccs, acc)
 		}
+		i = len(n.beats)
+		n.beats = append(n.beats, beats{serials: set})
 	}
-	for _, acc := range n.lastAccs {
-		acc.hours += d
-	}
+	n.last = i
+	return &n.beats[i]
 }
 
 // ComponentType is a component's kind: the component without its index.
@@ -555,11 +601,6 @@ func (a *Accumulator) Report() Report {
 
 	fleet := &tally{}
 	byNode, byCheck, byType, bySerial := tallies{}, tallies{}, tallies{}, tallies{}
-	for s, acc := range a.serials {
-		t := bySerial.get(s)
-		t.hours = acc.hours
-		t.nodes = append(t.nodes, acc.nodes...)
-	}
 	// attribution of a (check, component, serial) to its tallies
 	attr := func(check, comp, serial string) targets {
 		var tg targets
@@ -582,19 +623,62 @@ func (a *Accumulator) Report() Report {
 		}
 	}
 	type key struct{ check, comp string }
+	// what is known of a key: absent from the map, nothing
+	const (
+		healthy uint8 = iota + 1
+		failing
+	)
+	known := map[key]uint8{}
+	lastSerial := map[key]string{}
+	var (
+		setHours   []int64
+		scratch    []setBeat
+		duplicates int
+	)
 	for _, name := range slices.Sorted(mapKeys(a.nodes)) {
 		n := a.nodes[name]
 		if n.skip {
 			continue
 		}
 		nt := byNode.get(name)
-		nt.hours = n.hours
-		fleet.hours += n.hours
+		// hours, per node and per serial list, each heartbeat once
+		var dups int
+		scratch, dups = n.uniqueBeats(scratch[:0])
+		duplicates += dups
+		setHours = append(setHours[:0], make([]int64, len(n.beats))...)
+		for _, h := range scratch {
+			lo, hi := max(h.t-h.us, a.since), min(h.t, a.until)
+			if hi > lo {
+				nt.hours += hi - lo
+				setHours[h.set] += hi - lo
+			}
+		}
+		fleet.hours += nt.hours
+		for i, b := range n.beats {
+			if setHours[i] == 0 {
+				continue
+			}
+			for j, s := range b.serials {
+				if s == "" || slices.Contains(b.serials[:j], s) {
+					continue
+				}
+				st := bySerial.get(s)
+				st.hours += setHours[i]
+				if !slices.Contains(st.nodes, name) {
+					st.nodes = append(st.nodes, name)
+				}
+			}
+		}
+		// records in order, each once
 		slices.SortFunc(n.recs, compare)
-		open := map[key]bool{}
-		lastSerial := map[key]string{}
+		clear(known)
+		clear(lastSerial)
 		var drain *drainPeriod
-		for _, r := range n.recs {
+		for i, r := range n.recs {
+			if i > 0 && compare(n.recs[i-1], r) == 0 {
+				duplicates++
+				continue
+			}
 			in := r.t >= a.since
 			k := key{r.check, r.comp}
 			switch r.kind {
@@ -602,10 +686,19 @@ func (a *Accumulator) Report() Report {
 				if r.serial != "" {
 					lastSerial[k] = r.serial
 				}
+				// What the health check knew just before.
+				switch r.previous {
+				case stOK, stWarn, stSkip:
+					known[k] = healthy
+				case stFail:
+					known[k] = failing
+				case stNone:
+					delete(known, k) // first seen: no record of it
+				}
 				switch r.status {
 				case stFail:
-					if !open[k] && r.previous != stFail {
-						open[k] = true
+					if known[k] != failing {
+						known[k] = failing
 						if in {
 							each(nt, attr(r.check, r.comp, r.serial), func(t *tally) { t.episodes++ })
 							if r.serial != "" && !slices.Contains(bySerial.get(r.serial).nodes, name) {
@@ -614,7 +707,7 @@ func (a *Accumulator) Report() Report {
 						}
 					}
 				case stOK, stWarn, stSkip:
-					delete(open, k)
+					known[k] = healthy
 				}
 			case recDrain:
 				if drain != nil {
@@ -625,7 +718,9 @@ func (a *Accumulator) Report() Report {
 					each(nt, attr(drain.check, drain.comp, drain.serial), func(t *tally) { t.drains++ })
 				}
 			case recResume:
-				clear(open)
+				// A resume closes the node's open episodes; a component
+				// still failing stays failing (known is unchanged), so that
+				// seeing it fail again opens no new episode.
 				count := in && match(a.opts.Check, drain.checkOr(r.check))
 				repaired := drain != nil && drain.inWindow
 				if count || repaired {
@@ -663,7 +758,54 @@ func (a *Accumulator) Report() Report {
 	rep.ByComponentType = byType.rows(all)
 	rep.BySerial = bySerial.rows((*tally).used)
 	rep.Lemons = lemons(rep, a.opts.LemonMin)
+	rep.Duplicates = duplicates
 	return rep
+}
+
+// setBeat is a heartbeat with the index of its serial list in node.beats.
+type setBeat struct {
+	beat
+	set int
+}
+
+// uniqueBeats appends the node's heartbeats to out, sorted by time and
+// hours, each (time, hours) once, and returns them with the number of
+// duplicates left out. Of heartbeats that differ only in their serials,
+// the one with the least serial list is kept, whatever the order they
+// were added in.
+func (n *node) uniqueBeats(out []setBeat) ([]setBeat, int) {
+	for i, b := range n.beats {
+		for c, chunk := range b.chunks {
+			k := beatChunk
+			if c == len(b.chunks)-1 {
+				k = b.n
+			}
+			for _, h := range chunk[:k] {
+				out = append(out, setBeat{h, i})
+			}
+		}
+	}
+	slices.SortFunc(out, func(x, y setBeat) int {
+		if c := cmp.Compare(x.t, y.t); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.us, y.us); c != 0 {
+			return c
+		}
+		if x.set == y.set {
+			return 0
+		}
+		// distinct lists, none empty but nil (which sorts first)
+		return slices.Compare(n.beats[x.set].serials, n.beats[y.set].serials)
+	})
+	kept := out[:0]
+	for _, h := range out {
+		if len(kept) > 0 && kept[len(kept)-1].beat == h.beat {
+			continue
+		}
+		kept = append(kept, h)
+	}
+	return kept, len(out) - len(kept)
 }
 
 // checkOr is the check a resume is counted under: its drain period's, or

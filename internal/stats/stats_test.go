@@ -66,8 +66,8 @@ func TestEpisodeDefinition(t *testing.T) {
 		tr("n1", 5, "gpu.ecc", "gpu3", "S3", "FAIL", "OK"),
 		resume("n1", 6, r),
 		// 2: OK→FAIL opens; a resume closes it while still failing; the
-		// FAIL→FAIL afterwards does not reopen; ERROR→FAIL after the
-		// resume does (3).
+		// FAIL→FAIL afterwards does not reopen, nor does ERROR→FAIL: the
+		// resume did not re-arm it, only a healthy status does.
 		tr("n1", 10, "gpu.ecc", "gpu3", "S3", "OK", "FAIL"),
 		drain("n1", 10, r),
 		drain("n1", 11, "gpuhc: host.mounts: /scratch: gone"), // re-drain: same period
@@ -75,7 +75,7 @@ func TestEpisodeDefinition(t *testing.T) {
 		tr("n1", 13, "gpu.ecc", "gpu3", "S3", "FAIL", "FAIL"),
 		tr("n1", 14, "gpu.ecc", "gpu3", "S3", "FAIL", "ERROR"),
 		tr("n1", 15, "gpu.ecc", "gpu3", "S3", "ERROR", "FAIL"),
-		// WARN closes 3; a second key opens 4 alongside 5 on gpu4.
+		// WARN re-arms it; a second key opens 3 alongside 4 on gpu4.
 		tr("n1", 20, "gpu.ecc", "gpu3", "S3", "FAIL", "WARN"),
 		tr("n1", 30, "gpu.ecc", "gpu4", "S4", "OK", "FAIL"),
 		tr("n1", 30, "host.mounts", "/scratch", "", "OK", "FAIL"),
@@ -86,14 +86,14 @@ func TestEpisodeDefinition(t *testing.T) {
 	}
 	rep := report(Options{}, evs)
 	n1 := find(t, rep.ByNode, "n1")
-	if n1.Episodes != 5 || n1.Drains != 3 || n1.Resumes != 2 || n1.Repairs != 2 || n1.Open != 1 {
+	if n1.Episodes != 4 || n1.Drains != 3 || n1.Resumes != 2 || n1.Repairs != 2 || n1.Open != 1 {
 		t.Fatalf("n1 %+v", n1)
 	}
-	if *n1.MTTF != 20 || *n1.MTTR != 3.5 || n1.Hours != 100 {
+	if *n1.MTTF != 25 || *n1.MTTR != 3.5 || n1.Hours != 100 {
 		t.Fatalf("n1 MTTF %v MTTR %v hours %v", *n1.MTTF, *n1.MTTR, n1.Hours)
 	}
 	s3 := find(t, rep.BySerial, "S3")
-	if s3.Episodes != 3 || s3.Drains != 2 || s3.Repairs != 2 || s3.Resumes != 2 || s3.Hours != 100 || !reflect.DeepEqual(s3.Nodes, []string{"n1"}) {
+	if s3.Episodes != 2 || s3.Drains != 2 || s3.Repairs != 2 || s3.Resumes != 2 || s3.Hours != 100 || !reflect.DeepEqual(s3.Nodes, []string{"n1"}) {
 		t.Fatalf("S3 %+v", s3)
 	}
 	s4 := find(t, rep.BySerial, "S4")
@@ -101,24 +101,28 @@ func TestEpisodeDefinition(t *testing.T) {
 		t.Fatalf("S4 %+v", s4)
 	}
 	ecc := find(t, rep.ByCheck, "gpu.ecc")
-	if ecc.Episodes != 4 || ecc.Drains != 3 || ecc.Repairs != 2 || ecc.Hours != 100 || *ecc.MTTF != 25 {
+	if ecc.Episodes != 3 || ecc.Drains != 3 || ecc.Repairs != 2 || ecc.Hours != 100 || *ecc.MTTF != 100.0/3 {
 		t.Fatalf("gpu.ecc %+v", ecc)
 	}
 	mounts := find(t, rep.ByCheck, "host.mounts")
 	if mounts.Episodes != 1 || mounts.Drains != 0 || mounts.Resumes != 0 {
 		t.Fatalf("host.mounts %+v", mounts)
 	}
-	if g := find(t, rep.ByComponentType, "gpu"); g.Episodes != 4 {
+	if g := find(t, rep.ByComponentType, "gpu"); g.Episodes != 3 {
 		t.Fatalf("gpu type %+v", g)
 	}
 	if m := find(t, rep.ByComponentType, "mount"); m.Episodes != 1 {
 		t.Fatalf("mount type %+v", m)
 	}
-	if rep.Fleet.Episodes != 5 || rep.Fleet.Hours != 100 {
+	if rep.Fleet.Episodes != 4 || rep.Fleet.Hours != 100 {
 		t.Fatalf("fleet %+v", rep.Fleet)
 	}
-	if len(rep.Lemons) != 2 || rep.Lemons[0].Key != "n1" || rep.Lemons[0].Share != 1 || rep.Lemons[1].Key != "S3" || rep.Lemons[1].Share != 0.6 {
+	if len(rep.Lemons) != 1 || rep.Lemons[0].Key != "n1" || rep.Lemons[0].Share != 1 {
 		t.Fatalf("lemons %+v", rep.Lemons)
+	}
+	rep = report(Options{LemonMin: 2}, evs)
+	if len(rep.Lemons) != 2 || rep.Lemons[0].Key != "n1" || rep.Lemons[1].Key != "S3" || rep.Lemons[1].Share != 0.5 {
+		t.Fatalf("lemons (min 2) %+v", rep.Lemons)
 	}
 }
 
@@ -283,6 +287,99 @@ func TestComponentType(t *testing.T) {
 	} {
 		if got := ComponentType(c); got != want {
 			t.Errorf("ComponentType(%q) = %q, want %q", c, got, want)
+		}
+	}
+}
+
+// The same events read twice (a rotated file next to its partial .gz, a
+// copytruncate copy, a log collected twice) count once: hours, episodes,
+// drains, resumes and repairs are those of one reading.
+func TestDuplicateEventsCountOnce(t *testing.T) {
+	const r = "gpuhc: host.mounts: /scratch: not mounted"
+	evs := []events.Event{
+		hb("n1", 24, 24, "S1", "S2"), hb("n1", 48, 24, "S1", "S2"), hb("n2", 24, 24, "S3"),
+		tr("n1", 30, "host.mounts", "/scratch", "", "OK", "FAIL"),
+		drain("n1", 30, r),
+		tr("n1", 31, "host.mounts", "/scratch", "", "FAIL", "OK"),
+		resume("n1", 32, r),
+		tr("n1", 40, "gpu.ecc", "gpu1", "S2", "OK", "FAIL"),
+		drain("n1", 40, "gpuhc: gpu.ecc: gpu1: DBE"),
+		tr("n2", 10, "gpu.xid", "gpu0", "S3", "", "FAIL"),
+	}
+	for _, opts := range []Options{{}, {Since: at(12), Until: at(45)}} {
+		want := report(opts, evs)
+		if want.Duplicates != 0 || want.Fleet.Hours != 72 && opts.Since.IsZero() {
+			t.Fatalf("one reading: %+v duplicates %d", want.Fleet, want.Duplicates)
+		}
+		// Twice, three times, and a part of the log again, in any order.
+		twice := append(append(append([]events.Event{}, evs...), evs...), evs[2:6]...)
+		// Another copy of a heartbeat: same node, time and hours, another
+		// boot id: the same heartbeat.
+		again := evs[0]
+		again.BootID = "copied"
+		twice = append(twice, again)
+		rand.New(rand.NewPCG(5, 6)).Shuffle(len(twice), func(i, j int) { twice[i], twice[j] = twice[j], twice[i] })
+		got := report(opts, twice)
+		if got.Duplicates == 0 {
+			t.Errorf("%+v: no duplicates reported", opts)
+		}
+		if got.Events-got.Duplicates != want.Events {
+			t.Errorf("%+v: %d events, %d duplicates; one reading has %d events", opts, got.Events, got.Duplicates, want.Events)
+		}
+		got.Events, got.Duplicates = want.Events, want.Duplicates
+		if !reflect.DeepEqual(got, want) {
+			gj, _ := json.Marshal(got)
+			wj, _ := json.Marshal(want)
+			t.Errorf("%+v: read twice\n got %s\nwant %s", opts, gj, wj)
+		}
+	}
+	// Heartbeats that differ in time or hours are not duplicates.
+	rep := report(Options{}, []events.Event{hb("n", 24, 24), hb("n", 24, 12), hb("n", 36, 12)})
+	if rep.Fleet.Hours != 48 || rep.Duplicates != 0 {
+		t.Errorf("distinct heartbeats: hours %v, duplicates %d", rep.Fleet.Hours, rep.Duplicates)
+	}
+}
+
+// design.md §7: an episode is the first FAIL after healthy, up to the next
+// resume or healthy run. A resume ends the episode of a component that is
+// still failing without re-arming it: only a healthy status does.
+func TestResumeClosesButDoesNotRearm(t *testing.T) {
+	const r = "gpuhc: gpu.ecc: gpu3: DBE"
+	k := func(h float64, prev, status string) events.Event {
+		return tr("n", h, "gpu.ecc", "gpu3", "S3", prev, status)
+	}
+	cases := []struct {
+		name string
+		evs  []events.Event
+		want int
+	}{
+		{"persisting FAIL after a resume", []events.Event{
+			k(1, "OK", "FAIL"), drain("n", 1, r), resume("n", 2, r), drain("n", 3, r), k(4, "FAIL", "FAIL"),
+		}, 1},
+		{"ERROR blip after a resume", []events.Event{
+			k(1, "OK", "FAIL"), drain("n", 1, r), resume("n", 2, r), drain("n", 3, r),
+			k(4, "FAIL", "ERROR"), k(5, "ERROR", "FAIL"), k(6, "FAIL", "ERROR"), k(7, "ERROR", "FAIL"),
+		}, 1},
+		{"healthy after a resume re-arms", []events.Event{
+			k(1, "OK", "FAIL"), resume("n", 2, r), k(3, "FAIL", "OK"), k(4, "OK", "ERROR"), k(5, "ERROR", "FAIL"),
+		}, 2},
+		{"first seen again (the component vanished, came back failing)", []events.Event{
+			k(1, "OK", "FAIL"), k(24*30, "", "FAIL"),
+		}, 2},
+		{"FAIL after OK while open (the OK line is missing)", []events.Event{
+			k(1, "OK", "FAIL"), k(5, "OK", "FAIL"),
+		}, 2},
+		{"the log begins mid-failure", []events.Event{
+			k(1, "FAIL", "ERROR"), k(2, "ERROR", "FAIL"), k(3, "FAIL", "FAIL"),
+		}, 0},
+		{"the log begins with ERROR after OK", []events.Event{
+			k(1, "OK", "ERROR"), k(2, "ERROR", "FAIL"),
+		}, 1},
+	}
+	for _, c := range cases {
+		rep := report(Options{}, c.evs)
+		if rep.Fleet.Episodes != c.want {
+			t.Errorf("%s: %d episodes, want %d", c.name, rep.Fleet.Episodes, c.want)
 		}
 	}
 }
