@@ -78,6 +78,10 @@ func NodeResult(err error, start time.Time) check.Result {
 	case errors.Is(err, ErrNoGPUs):
 		return check.Result{Component: "host", Status: check.Skip, Message: "no NVIDIA GPU on this node"}
 	case errors.Is(err, ErrHung):
+		var h *HungError
+		if errors.As(err, &h) && !h.Since.IsZero() {
+			start = h.Since
+		}
 		return Hung("host", check.IDs{}, start)
 	}
 	return check.Result{Component: "host", Status: check.Error, Message: "NVML unavailable (see gpu.driver): " + err.Error()}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -83,11 +85,22 @@ type Node struct {
 	Simulated string
 	bus       BusLister
 
-	once sync.Once
-	done chan struct{}
-	inv  *Inventory
-	err  error
+	once    sync.Once
+	done    chan struct{}
+	inv     *Inventory
+	err     error
+	started time.Time   // when initialisation began; set inside once
+	gaveUp  atomic.Bool // Warm's budget ran out before NVML answered
 }
+
+// HungError is NVML not answering; Since is when the call began, so that
+// the message gives the whole wait, not one check's share of it.
+type HungError struct{ Since time.Time }
+
+func (e *HungError) Error() string { return ErrHung.Error() }
+
+// Unwrap makes errors.Is(err, ErrHung) hold.
+func (e *HungError) Unwrap() error { return ErrHung }
 
 // BusLister lists the PCI addresses ("0000:18:00.0") of the NVIDIA GPUs
 // on the PCI bus, whatever NVML says.
@@ -121,17 +134,42 @@ func (n *Node) Lib() nvml.Interface { return n.lib }
 // only as long as its own ctx allows, so a hung NVML init costs each check
 // its own deadline, no more.
 func (n *Node) Inventory(ctx context.Context) (*Inventory, error) {
+	n.start()
+	if n.gaveUp.Load() {
+		select {
+		case <-n.done:
+			return n.inv, n.err
+		default:
+			return nil, &HungError{Since: n.started}
+		}
+	}
+	select {
+	case <-n.done:
+		return n.inv, n.err
+	case <-ctx.Done():
+		return nil, &HungError{Since: n.started}
+	}
+}
+
+func (n *Node) start() {
 	n.once.Do(func() {
+		n.started = time.Now()
 		go func() {
 			n.inv, n.err = n.enumerate()
 			close(n.done)
 		}()
 	})
-	select {
-	case <-n.done:
-		return n.inv, n.err
-	case <-ctx.Done():
-		return nil, ErrHung
+}
+
+// Warm initialises NVML before the checks start, within ctx. Without
+// persistence mode, NVML takes tens of seconds to start on an 8-GPU node;
+// a check's own timeout (10 s by default) is far too short for that, and
+// a slow start reported as a hang would drain a healthy node on every run.
+// If ctx ends first, NVML is declared hung and every check says so at
+// once, rather than each waiting out its own timeout again.
+func (n *Node) Warm(ctx context.Context) {
+	if _, err := n.Inventory(ctx); errors.Is(err, ErrHung) {
+		n.gaveUp.Store(true)
 	}
 }
 

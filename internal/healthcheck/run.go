@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -56,7 +57,9 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 		return ExitUsage
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Deadline.Duration)
-	timed := check.Run(ctx, catalog.Tasks(cfg, env))
+	tasks := catalog.Tasks(cfg, env)
+	warmGPUs(ctx, env, tasks, cfg.Deadline.Duration)
+	timed := check.Run(ctx, tasks)
 	cancel()
 	if o.simulate != "" {
 		markSimulated(timed)
@@ -69,6 +72,19 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 	logResults(entry, results)
 
 	return p.finish(entry, node, cfg, timed, results, start)
+}
+
+// warmGPUs starts NVML before the checks' clocks start, with most of the
+// deadline as its budget, and leaves at least 15 s (or half the deadline)
+// for the checks themselves.
+func warmGPUs(ctx context.Context, env catalog.Env, tasks []check.Task, deadline time.Duration) {
+	if env.GPU == nil || !slices.ContainsFunc(tasks, func(t check.Task) bool { return strings.HasPrefix(t.Check.Name(), "gpu.") }) {
+		return
+	}
+	budget := max(deadline-15*time.Second, deadline/2)
+	wctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	env.GPU.Warm(wctx)
 }
 
 // markSimulated tags the GPU results of a --simulate run, so that the

@@ -19,6 +19,11 @@
 #     gpu004 as not gpuhc's; `gpuhc-drain resume gpu004` is refused; drain,
 #     resume, history and stats run against the real cluster and the nodes'
 #     event logs.
+#  4. Slurm 24.11 again, a simulated GPU fault: every slurmd runs the health
+#     check; gpu003's run simulates a DGX H100 with XID 79 injected on gpu3
+#     (--simulate dgxh100 --inject gpu3:xid=79), gpu001's a healthy DGX H100.
+#     gpu003 is drained through REST (scontrol is /nonexistent/scontrol) with
+#     the XID reason, marked [simulated]; gpu001 stays idle.
 #
 # Prints PASS:/FAIL: lines and ends with "e2e: N passed, M failed"; exits 1
 # if anything failed. Everything started is stopped by PID on exit.
@@ -30,8 +35,8 @@ BIN=${GPUHC_BIN:-$REPO/bin/gpuhc-healthcheck}
 DRAIN_BIN=${GPUHC_DRAIN_BIN:-$(dirname "$BIN")/gpuhc-drain}
 ONLY=${GPUHC_E2E_ONLY:-}
 case $ONLY in
-''|22|24|3) ;;
-*) echo "e2e: GPUHC_E2E_ONLY=$ONLY: want 22, 24 (scenarios 2 and 3) or 3" >&2; exit 2 ;;
+''|22|24|3|4) ;;
+*) echo "e2e: GPUHC_E2E_ONLY=$ONLY: want 22, 24 (scenarios 2, 3 and 4), 3 or 4" >&2; exit 2 ;;
 esac
 # shellcheck source=testbed.sh
 source "$HERE/testbed.sh"
@@ -74,6 +79,8 @@ HC3=$ROOT24$HC3_IN
 EV3_IN=/var/log/gpuhc               # scenario 3 event logs, one per node
 EV3=$ROOT24$EV3_IN
 OUT3=$E2E_DIR/scenario3             # gpuhc-drain output kept for the README
+HC4_IN=/srv/gpuhc-hc4               # scenario 4 files (inside the chroot)
+HC4=$ROOT24$HC4_IN
 
 cleanup() {
 	local rc=$?
@@ -99,9 +106,10 @@ dump_all() {
 	echo "======== logs (failure)"
 	local d f dirs=()
 	if [[ -n ${RAN22:-} ]]; then dump_logs22 2>&1; dirs+=("$HC22"); fi
-	if [[ -n ${RAN24:-} || -n ${RAN3:-} ]]; then dump_logs24 2>&1; fi
+	if [[ -n ${RAN24:-} || -n ${RAN3:-} || -n ${RAN4:-} ]]; then dump_logs24 2>&1; fi
 	if [[ -n ${RAN24:-} ]]; then dirs+=("$HC24"); fi
 	if [[ -n ${RAN3:-} ]]; then dirs+=("$HC3" "$EV3" "$OUT3"); fi
+	if [[ -n ${RAN4:-} ]]; then dirs+=("$HC4"); fi
 	for d in "${dirs[@]}"; do
 		for f in "$d"/runs.*.log "$d"/log/* "$d"/*.jsonl "$d"/*.txt; do
 			[[ -f $f ]] || continue
@@ -180,21 +188,24 @@ stays() {
 	node_is "$fn" "$node" "$@"
 }
 
-# hc_wrapper FILE BINARY CONFIG RUNDIR [EXPORTS]: the HealthCheckProgram.
-# It does nothing until RUNDIR/armed exists, so the runs slurmd makes while
-# the test bed is still coming up (22.05 runs it before registering) do not
-# race the fixture setup.
+# hc_wrapper FILE BINARY CONFIG RUNDIR [EXPORTS [ARGS]]: the
+# HealthCheckProgram. It does nothing until RUNDIR/armed exists, so the runs
+# slurmd makes while the test bed is still coming up (22.05 runs it before
+# registering) do not race the fixture setup. EXPORTS are shell lines run
+# first; ARGS are added to the command line (unquoted, so EXPORTS may set a
+# variable that ARGS names). The file is replaced atomically.
 hc_wrapper() {
-	cat >"$1" <<EOF
+	cat >"$1.tmp" <<EOF
 #!/bin/sh
 # gpuhc e2e HealthCheckProgram: slurmd passes no arguments and only
 # SLURMD_NODENAME in the environment.
 [ -e $4/armed ] || exit 0
 ${5:-}
 echo "=== run \$SLURMD_NODENAME" >>$4/runs.\$SLURMD_NODENAME.log
-exec $2 --config $3 >>$4/runs.\$SLURMD_NODENAME.log 2>&1
+exec $2 --config $3${6:+ $6} >>$4/runs.\$SLURMD_NODENAME.log 2>&1
 EOF
-	chmod 0755 "$1"
+	chmod 0755 "$1.tmp"
+	mv "$1.tmp" "$1"
 }
 
 # ================================================================== scenario 1
@@ -224,6 +235,7 @@ file = "$HC22/log/%n.events.jsonl"
 
 [policy]
 resume_after = 2
+storm_jitter = "0s"
 
 [slurm]
 backend = "scontrol"
@@ -388,6 +400,7 @@ file = "$HC24_IN/log/%n.events.jsonl"
 
 [policy]
 resume_after = 2
+storm_jitter = "0s"
 
 [slurm]
 backend = "auto"
@@ -411,7 +424,6 @@ EOF
 	mv "$HC24/gpuhc.toml.tmp" "$HC24/gpuhc.toml"
 }
 
-# ================================================================== main
 # ================================================================== scenario 3
 # gpuhc-drain against the 24.11 test bed, with the storm guard at 2 nodes.
 # Each faulty node gets one [[host]] override; they are added one node at a
@@ -443,6 +455,7 @@ file = "$EV3_IN/%n.jsonl"
 
 [policy]
 resume_after = 2
+storm_jitter = "0s"
 max_drained_nodes = 2
 max_drained_fraction = 0
 
@@ -606,8 +619,146 @@ HealthCheckNodeState=ANY" up24
 	down24 quiet
 }
 
+# ================================================================== scenario 4
+# A simulated GPU fault on the 24.11 test bed. The wrapper picks the
+# simulation by node: gpu003 a DGX H100 with XID 79 on gpu3, gpu001 a
+# healthy DGX H100; gpu002 and gpu004 run without --simulate. The XID check
+# keeps the failure for the rest of the simulated boot, so gpu003 is not
+# resumed while the fault is injected; the test bed is torn down instead.
+SIM4_ARGS='case $SLURMD_NODENAME in
+gpu001) SIM="--simulate dgxh100" ;;
+gpu003) SIM="--simulate dgxh100 --inject gpu3:xid=79" ;;
+*) SIM= ;;
+esac'
+REASON4='gpuhc: gpu.xid: gpu3 (SN 1654922000003, 0000:5d:00.0): XID 79 GPU has fallen off the bus [simulated]'
+
+write_conf_4() {
+	cat >"$HC4/gpuhc.toml.tmp" <<EOF
+# gpuhc e2e, scenario 4 (Slurm 24.11 chroot, simulated GPU fault, REST only)
+state_dir = "$HC4_IN/state/%n"
+lock_file = "$HC4_IN/state/%n.lock"
+deadline = "20s"
+check_timeout = "5s"
+
+[log]
+level = "debug"
+file = "$HC4_IN/log/%n.jsonl"
+
+[events]
+file = "$HC4_IN/log/%n.events.jsonl"
+
+[policy]
+resume_after = 2
+storm_jitter = "0s"
+
+[slurm]
+backend = "auto"
+url = "http://127.0.0.1:$S24_REST_PORT"
+token_file = "$S24_TOKEN_IN"
+user = "slurm"
+scontrol = "/nonexistent/scontrol"
+timeout = "5s"
+retries = 1
+
+[checks.thermal]
+enabled = false
+EOF
+	mv "$HC4/gpuhc.toml.tmp" "$HC4/gpuhc.toml"
+}
+
+# rest_node NODE: slurmrestd's view of NODE (v0.0.42), as JSON
+rest_node() {
+	curl -sf --max-time 5 -H "X-SLURM-USER-TOKEN: $(cat "$S24_TOKEN")" \
+		"http://127.0.0.1:$S24_REST_PORT/slurm/v0.0.42/node/$1"
+}
+
+# drain_watch4 TIMEOUT: wait for gpu003's drain, checking on every poll that
+# gpu001 is still idle and not drained.
+drain_watch4() {
+	local end=$((SECONDS + $1)) w
+	until node_is show24 gpu003 drained "$REASON4" slurm; do
+		w=$WHY
+		node_is show24 gpu001 clean || { WHY="gpu001 changed while waiting: $WHY"; GPU001_4=$WHY; return 1; }
+		((SECONDS < end)) || { WHY=$w; return 1; }
+		sleep 0.5
+	done
+	node_is show24 gpu001 clean || { GPU001_4="gpu001: $WHY"; }
+	return 0
+}
+
+scenario4() {
+	say "scenario 4: Slurm 24.11 chroot, --simulate dgxh100 --inject gpu3:xid=79 on gpu003, healthy simulation on gpu001, REST only"
+	RAN4=1
+	local line r n others
+	need_chroot
+	down24 quiet
+	rm -rf --one-file-system "$HC4"
+	mkdir -p "$HC4"/{state,log}
+	install -m 0755 "$BIN" "$HC4/gpuhc-healthcheck"
+	hc_wrapper "$HC4/healthcheck.sh" "$HC4_IN/gpuhc-healthcheck" "$HC4_IN/gpuhc.toml" "$HC4_IN" \
+		"$SIM4_ARGS" '$SIM'
+	write_conf_4
+
+	GPUHC_S24_EXTRA="HealthCheckProgram=$HC4_IN/healthcheck.sh
+HealthCheckInterval=5
+HealthCheckNodeState=ANY" up24
+	expect "4: --check-config accepts the scenario 4 config (in the chroot)" \
+		s24 "$HC4_IN/gpuhc-healthcheck" --check-config "$HC4_IN/gpuhc.toml"
+	WHY="$(s24 "$HC4_IN/gpuhc-healthcheck" --version 2>&1)"
+	expect "4: the cgo (dynamically linked) health check runs in the chroot" \
+		s24 "$HC4_IN/gpuhc-healthcheck" --version
+	touch "$HC4/armed"
+	say "4: armed: gpu003 runs --simulate dgxh100 --inject gpu3:xid=79, gpu001 --simulate dgxh100"
+
+	GPU001_4=
+	expect "4: gpu003 drained through REST (scontrol=/nonexistent) within ${WAIT}s, reason set by 'slurm'" \
+		drain_watch4 "$WAIT"
+	line=$(show24 gpu003); r=$(reason_of "$line")
+	WHY="reason '$r'"
+	expect "4: gpu003's reason is exactly '$REASON4'" [ "$r" = "$REASON4" ]
+	r=$(rest_node gpu003 | jq -c '.nodes[0] | {reason, reason_set_by_user, state}' 2>&1) || true
+	WHY=$r
+	expect "4: slurmrestd shows gpu003 drained with the same reason, set by 'slurm'" \
+		jq -e --arg r "$REASON4" '.reason == $r and .reason_set_by_user == "slurm" and (.state | tostring | contains("DRAIN"))' <<<"$r"
+	WHY="$(last_policy "$HC4" gpu003)"
+	expect "4: gpu003's drain went through slurmrestd" \
+		grep -q '^policy: drained.*via rest v0.0.4' "$HC4/runs.gpu003.log"
+	WHY="$(grep -m1 '^SIMULATED' "$HC4/runs.gpu003.log" 2>&1)"
+	expect "4: gpu003's run says it is simulated (SIMULATED dgxh100: …)" \
+		grep -q '^SIMULATED dgxh100: ' "$HC4/runs.gpu003.log"
+	WHY="$(tail -3 "$HC4/log/gpu003.events.jsonl" 2>&1 | head -c 600)"
+	expect "4: gpu003's event log has the drain (by the health check, via REST) with the '[simulated]' reason" \
+		jq -e -s --arg r "$REASON4" '[.[] | select(.kind == "drain" and .message == $r and .by == "healthcheck" and (.backend // "" | startswith("rest")))] | length == 1' \
+		"$HC4/log/gpu003.events.jsonl"
+	expect "4: gpu003's event log has the gpu.xid FAIL transition of gpu3 (SN 1654922000003), marked '[simulated]'" \
+		jq -e -s '[.[] | select(.kind == "transition" and .check == "gpu.xid" and .component == "gpu3" and .serial == "1654922000003" and .status == "FAIL" and (.message | endswith("[simulated]")))] | length > 0' \
+		"$HC4/log/gpu003.events.jsonl"
+
+	WHY=$GPU001_4
+	expect "4: gpu001 (healthy simulated DGX H100) stayed idle while gpu003 was drained" [ -z "$GPU001_4" ]
+	expect "4: gpu001 stays idle over 2 more runs" stays show24 gpu001 "$HC4" 2 clean
+	WHY="$(grep -m1 '^SIMULATED' "$HC4/runs.gpu001.log" 2>&1); last: $(last_policy "$HC4" gpu001)"
+	expect "4: gpu001's runs are simulated and healthy (policy: none, 0 Slurm calls)" \
+		eval 'grep -q "^SIMULATED dgxh100: " "$HC4/runs.gpu001.log" && last_policy "$HC4" gpu001 | grep -q "^policy: none \[0 Slurm calls\]" && ! grep -q "^policy: drain" "$HC4/runs.gpu001.log"'
+	others=ok
+	for n in gpu002 gpu004; do
+		node_is show24 "$n" clean || others="$n: $WHY"
+	done
+	WHY=$others
+	expect "4: gpu002 and gpu004 (no simulation) stay idle" [ "$others" = ok ]
+	expect "4: with XID 79 still injected gpu003 stays drained over 2 more runs (no resume)" \
+		stays show24 gpu003 "$HC4" 2 drained "$REASON4" slurm
+
+	rm -f "$HC4/armed"
+	for n in "${S24_NODES[@]}"; do
+		s24 scontrol update NodeName="$n" State=RESUME >/dev/null 2>&1 || true
+	done
+	down24 quiet
+}
+
 # ================================================================== main
 say "binary: $("$BIN" --version)"
 case $ONLY in '' | 22) scenario22 ;; esac
 case $ONLY in '' | 24) scenario24 ;; esac
 case $ONLY in '' | 24 | 3) scenario3 ;; esac
+case $ONLY in '' | 24 | 4) scenario4 ;; esac
