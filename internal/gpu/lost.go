@@ -46,10 +46,16 @@ func (c lost) Run(ctx context.Context) []check.Result {
 	return out
 }
 
-// probe makes one cheap call that needs the GPU itself: NVML answers
-// GPU_IS_LOST or RESET_REQUIRED there even for a GPU enumerated earlier.
+// probe makes one cheap call that needs the GPU itself, reading its
+// temperature sensor: NVML answers GPU_IS_LOST or RESET_REQUIRED there
+// even for a GPU enumerated earlier. Not the persistence mode, which the
+// driver may answer from its own state without reaching the GPU. Any
+// other answer (a value, "not supported", another error) came back from
+// the GPU or its driver; gpu.thermal judges the temperature itself.
+// nvmlDeviceGetTemperature is in every driver (deprecated for
+// nvmlDeviceGetTemperatureV by newer drivers, but still exported).
 func probe(ctx context.Context, g GPU, start time.Time) (check.Result, bool) {
-	_, ret, err := Call(ctx, g.Device.GetPersistenceMode)
+	_, ret, err := Call(ctx, func() (uint32, nvml.Return) { return g.Device.GetTemperature(nvml.TEMPERATURE_GPU) })
 	if err != nil {
 		return Hung(g.Component(), g.IDs(), start), true
 	}

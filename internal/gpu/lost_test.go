@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 
 	"github.com/gpuhc/gpuhc/internal/check"
 )
@@ -67,6 +68,8 @@ func TestLost(t *testing.T) {
 // NVML's words.
 func TestLostOtherError(t *testing.T) {
 	lib, orig := baseFakeLib(2, nil), baseFakeLib(2, nil)
+	d0, _ := orig.DeviceGetHandleByIndex(0)
+	d0.(*mock.Device).GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return 40, nvml.SUCCESS }
 	lib.DeviceGetHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
 		if i == 1 {
 			return nil, nvml.ERROR_UNKNOWN
@@ -78,5 +81,37 @@ func TestLostOtherError(t *testing.T) {
 	if len(got) != 2 || got[0].Component != "gpu1" || got[0].Status != check.Fail ||
 		got[0].Message != "GPU unreadable: nvmlDeviceGetHandleByIndex(1): ERROR_UNKNOWN" {
 		t.Errorf("%+v", got)
+	}
+}
+
+// TestLostProbeTouchesGPU: the probe asks the GPU itself (its temperature),
+// not the persistence mode the driver may answer from its own state.
+func TestLostProbeTouchesGPU(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		persistence nvml.Return
+		temperature nvml.Return
+		want        baseWant
+	}{
+		{"gpu lost", nvml.SUCCESS, nvml.ERROR_GPU_IS_LOST, baseWant{"gpu2", check.Fail, check.ActionResetGPU, "GPU is lost", 2, 2, 2}},
+		{"reset required", nvml.SUCCESS, nvml.ERROR_RESET_REQUIRED, baseWant{"gpu2", check.Fail, check.ActionResetGPU, "GPU requires reset", 2, 2, 2}},
+		{"persistence mode lost, GPU answers", nvml.ERROR_GPU_IS_LOST, nvml.SUCCESS, baseWant{"gpu2", check.OK, "", "GPU responds", 2, 2, 2}},
+		{"no sensor", nvml.SUCCESS, nvml.ERROR_NOT_SUPPORTED, baseWant{"gpu2", check.OK, "", "GPU responds", 2, 2, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, n := baseSimNode(t, "dgxh100", -1)
+			d := m.Devices[2]
+			d.GetPersistenceModeFunc = func() (nvml.EnableState, nvml.Return) { return nvml.FEATURE_ENABLED, tc.persistence }
+			d.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return 40, tc.temperature }
+			var want []baseWant
+			for i := range m.Devices {
+				w := baseWant{fmt.Sprintf("gpu%d", i), check.OK, "", "GPU responds", i, i, i}
+				if i == 2 {
+					w = tc.want
+				}
+				want = append(want, w)
+			}
+			baseCheck(t, m, baseRun(NewLost(n)), want)
+		})
 	}
 }

@@ -27,11 +27,22 @@ func NewMemory(n *Node, c config.GPUMemory) check.Check {
 
 func (c *memory) Name() string { return "gpu.memory" }
 
+// symSramStatus is newer than R470 (R535 has it): see hasSymbol.
+const symSramStatus = "nvmlDeviceGetSramEccErrorStatus"
+
 func (c *memory) Run(ctx context.Context) []check.Result {
 	start := time.Now()
+	sramStatus, looked := false, false
 	return Each(ctx, c.node, func(ctx context.Context, g GPU) []check.Result {
+		if !looked {
+			// Only now is the library loaded (Each initialised NVML).
+			sramStatus, looked = hasSymbol(c.node.Lib(), symSramStatus), true
+		}
 		v := &gpuVerdict{g: g}
-		for _, part := range []func(context.Context, *gpuVerdict) error{c.ecc, c.rows} {
+		for _, part := range []func(context.Context, *gpuVerdict) error{
+			func(ctx context.Context, v *gpuVerdict) error { return c.ecc(ctx, v, sramStatus) },
+			c.rows,
+		} {
 			if err := part(ctx, v); err != nil {
 				return v.abort(err, start)
 			}
@@ -40,9 +51,29 @@ func (c *memory) Run(ctx context.Context) []check.Result {
 	})
 }
 
+// hasSymbol reports whether the loaded libnvidia-ml exports sym. go-nvml
+// links with unresolved symbols allowed and opens the library lazily, so
+// calling a function the installed driver lacks ends the process ("symbol
+// lookup error", exit 127) where no recover() can catch it: every call to
+// a function newer than R470 must be looked up first, once per run and
+// only after Init (before it the library is not loaded and every lookup
+// fails). NVIDIA's mock, and so the simulator, reports every symbol
+// present; an nvml.Interface without extensions (a bare mock) is taken to
+// have them all too, as fabricAPI does.
+func hasSymbol(lib nvml.Interface, sym string) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = true
+		}
+	}()
+	return lib.Extensions().LookupSymbol(sym) == nil
+}
+
 // ecc judges the volatile counters: they count since the driver loaded, so
-// a reset or reboot that cures the GPU also clears the FAIL.
-func (c *memory) ecc(ctx context.Context, v *gpuVerdict) error {
+// a reset or reboot that cures the GPU also clears the FAIL. An error on
+// one counter is reported and the others are still judged; SRAM is judged
+// whenever ECC is not known to be off.
+func (c *memory) ecc(ctx context.Context, v *gpuVerdict, sramStatus bool) error {
 	d := v.g.Device
 	mode, ret, err := Call(ctx, func() (nvml.EnableState, nvml.Return) {
 		cur, _, ret := d.GetEccMode()
@@ -55,11 +86,23 @@ func (c *memory) ecc(ctx context.Context, v *gpuVerdict) error {
 		v.skip("ECC not supported")
 		return nil
 	case ret != nvml.SUCCESS:
-		return v.nvmlErr("nvmlDeviceGetEccMode", ret)
+		if err := v.nvmlErr("nvmlDeviceGetEccMode", ret); err != nil {
+			return err
+		}
 	case mode != nvml.FEATURE_ENABLED:
 		v.skip("ECC disabled")
 		return nil
+	default:
+		if err := c.counters(ctx, v); err != nil {
+			return err
+		}
 	}
+	return c.sram(ctx, v, sramStatus)
+}
+
+// counters judges device memory's uncorrected (DBE) and corrected counts.
+func (c *memory) counters(ctx context.Context, v *gpuVerdict) error {
+	d := v.g.Device
 	// Device memory only: SRAM errors are judged, and named, on their own.
 	dbe, ret, err := Call(ctx, func() (uint64, nvml.Return) {
 		n, ret := d.GetMemoryErrorCounter(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC, nvml.MEMORY_LOCATION_DEVICE_MEMORY)
@@ -68,13 +111,18 @@ func (c *memory) ecc(ctx context.Context, v *gpuVerdict) error {
 		}
 		return n, ret
 	})
+	dbeZero := false
 	switch {
 	case err != nil:
 		return err
 	case ret != nvml.SUCCESS:
-		return v.nvmlErr("nvmlDeviceGetMemoryErrorCounter(uncorrected)", ret)
+		if err := v.nvmlErr("nvmlDeviceGetMemoryErrorCounter(uncorrected)", ret); err != nil {
+			return err
+		}
 	case dbe > 0:
 		v.fail(check.ActionDrain, "volatile DBE %d > 0", dbe)
+	default:
+		dbeZero = true
 	}
 	corr, ret, err := Call(ctx, func() (uint64, nvml.Return) {
 		return d.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC)
@@ -83,39 +131,43 @@ func (c *memory) ecc(ctx context.Context, v *gpuVerdict) error {
 	case err != nil:
 		return err
 	case Unsupported(ret):
-		if dbe == 0 {
+		if dbeZero {
 			v.pass("volatile DBE 0")
 		}
 	case ret != nvml.SUCCESS:
 		return v.nvmlErr("nvmlDeviceGetTotalEccErrors(corrected)", ret)
 	case corr > c.cfg.CorrectableWarn:
 		v.warn("volatile corrected ECC %d > %d", corr, c.cfg.CorrectableWarn)
-	case dbe == 0:
+	case dbeZero:
 		v.pass("volatile DBE 0, corrected %d <= %d", corr, c.cfg.CorrectableWarn)
 	}
-	return c.sram(ctx, v)
+	return nil
 }
 
 // sram judges uncorrectable SRAM errors (L1/L2, register files): parity
-// and SEC-DED together. The newer status call also says when the
-// aggregate count crossed NVIDIA's replacement threshold.
-func (c *memory) sram(ctx context.Context, v *gpuVerdict) error {
+// and SEC-DED together. The status call (R535+, where the driver has it:
+// sramStatus) also says when the aggregate count crossed NVIDIA's
+// replacement threshold; any answer from it but a value or a lost GPU (not
+// supported, a struct version the driver does not take, no permission,
+// ...) falls back to the per-location counter, which every driver has.
+func (c *memory) sram(ctx context.Context, v *gpuVerdict, sramStatus bool) error {
 	d := v.g.Device
-	st, ret, err := Call(ctx, d.GetSramEccErrorStatus)
-	if err != nil {
-		return err
-	}
-	if ret == nvml.SUCCESS {
-		if ue := st.VolatileUncParity + st.VolatileUncSecDed; ue > 0 {
-			v.fail(check.ActionDrain, "SRAM uncorrectable %d > 0", ue)
+	if sramStatus {
+		st, ret, err := Call(ctx, d.GetSramEccErrorStatus)
+		switch {
+		case err != nil:
+			return err
+		case ret == nvml.SUCCESS:
+			if ue := st.VolatileUncParity + st.VolatileUncSecDed; ue > 0 {
+				v.fail(check.ActionDrain, "SRAM uncorrectable %d > 0", ue)
+			}
+			if st.BThresholdExceeded != 0 {
+				v.fail(check.ActionRMA, "SRAM uncorrectable %d over NVIDIA's RMA threshold", st.AggregateUncParity+st.AggregateUncSecDed)
+			}
+			return nil
+		case Lost(ret):
+			return v.nvmlErr("nvmlDeviceGetSramEccErrorStatus", ret)
 		}
-		if st.BThresholdExceeded != 0 {
-			v.fail(check.ActionRMA, "SRAM uncorrectable %d over NVIDIA's RMA threshold", st.AggregateUncParity+st.AggregateUncSecDed)
-		}
-		return nil
-	}
-	if !Unsupported(ret) {
-		return v.nvmlErr("nvmlDeviceGetSramEccErrorStatus", ret)
 	}
 	ue, ret, err := Call(ctx, func() (uint64, nvml.Return) {
 		return d.GetMemoryErrorCounter(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC, nvml.MEMORY_LOCATION_SRAM)
@@ -125,7 +177,8 @@ func (c *memory) sram(ctx context.Context, v *gpuVerdict) error {
 		return err
 	case ret == nvml.SUCCESS && ue > 0:
 		v.fail(check.ActionDrain, "SRAM uncorrectable %d > 0", ue)
-	case ret != nvml.SUCCESS && !Unsupported(ret):
+	// INVALID_ARGUMENT: a driver that does not know the SRAM location.
+	case ret != nvml.SUCCESS && !Unsupported(ret) && ret != nvml.ERROR_INVALID_ARGUMENT:
 		return v.nvmlErr("nvmlDeviceGetMemoryErrorCounter(SRAM)", ret)
 	}
 	return nil

@@ -3,12 +3,14 @@ package gpu
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
 	"github.com/gpuhc/gpuhc/internal/check"
@@ -240,11 +242,139 @@ func TestMemory(t *testing.T) {
 		{name: "other error", edit: func(_ *testing.T, m *sim.Machine) {
 			hwDevice(m, 4).GetRemappedRowsFunc = func() (int, int, bool, bool, nvml.Return) { return 0, 0, false, false, nvml.ERROR_UNKNOWN }
 		}, want: one(hwError(4, "nvmlDeviceGetRemappedRows: ERROR_UNKNOWN"))},
+		// R470 has no SRAM status call: the per-location counter answers.
+		{name: "sram status missing from driver", inject: []string{"gpu0:sram-ue=2"}, edit: hwDriverLacks(symSramStatus),
+			want: one(hwFail(0, check.ActionDrain, "SRAM uncorrectable 2 > 0"))},
+		{name: "sram status missing, healthy", edit: hwDriverLacks(symSramStatus)},
+		// Any answer but a value or a lost GPU falls back to the counter.
+		{name: "sram status version mismatch", inject: []string{"gpu3:sram-ue=5"}, edit: hwSramStatus(3, nvml.ERROR_ARGUMENT_VERSION_MISMATCH),
+			want: one(hwFail(3, check.ActionDrain, "SRAM uncorrectable 5 > 0"))},
+		{name: "sram status no permission", edit: hwSramStatus(3, nvml.ERROR_NO_PERMISSION)},
+		{name: "sram status unknown error", edit: hwSramStatus(3, nvml.ERROR_UNKNOWN)},
+		{name: "sram counter error after status", edit: func(t *testing.T, m *sim.Machine) {
+			hwSramStatus(3, nvml.ERROR_NO_PERMISSION)(t, m)
+			hwCounterFails(3, nvml.MEMORY_LOCATION_SRAM, nvml.ERROR_NO_PERMISSION)(t, m)
+		}, want: one(hwError(3, "nvmlDeviceGetMemoryErrorCounter(SRAM): ERROR_NO_PERMISSION"))},
+		{name: "sram counter of an old driver", edit: func(t *testing.T, m *sim.Machine) {
+			hwDriverLacks(symSramStatus)(t, m)
+			hwCounterFails(3, nvml.MEMORY_LOCATION_SRAM, nvml.ERROR_INVALID_ARGUMENT)(t, m)
+		}},
+		{name: "sram status lost", edit: hwSramStatus(6, nvml.ERROR_GPU_IS_LOST),
+			want: one(hwError(6, "nvmlDeviceGetSramEccErrorStatus: ERROR_GPU_IS_LOST"))},
+		// An error on one counter does not cost the others their verdict.
+		{name: "dbe counter error", inject: []string{"gpu1:sram-ue=1"}, edit: hwCounterFails(1, nvml.MEMORY_LOCATION_DEVICE_MEMORY, nvml.ERROR_UNKNOWN),
+			want: one(hwError(1, "nvmlDeviceGetMemoryErrorCounter(uncorrected): ERROR_UNKNOWN"), hwFail(1, check.ActionDrain, "SRAM uncorrectable 1 > 0"))},
+		{name: "dbe counter error, correctable high", inject: []string{"gpu1:correctable=2000"},
+			edit: hwCounterFails(1, nvml.MEMORY_LOCATION_DEVICE_MEMORY, nvml.ERROR_UNKNOWN),
+			want: one(hwError(1, "nvmlDeviceGetMemoryErrorCounter(uncorrected): ERROR_UNKNOWN"), hwWarn(1, "volatile corrected ECC 2000 > 1000"))},
+		{name: "ecc mode error", inject: []string{"gpu5:sram-ue=3", "gpu5:remap-pending"}, edit: func(_ *testing.T, m *sim.Machine) {
+			hwDevice(m, 5).GetEccModeFunc = func() (nvml.EnableState, nvml.EnableState, nvml.Return) { return 0, 0, nvml.ERROR_UNKNOWN }
+		}, want: one(hwError(5, "nvmlDeviceGetEccMode: ERROR_UNKNOWN"), hwFail(5, check.ActionDrain, "SRAM uncorrectable 3 > 0"),
+			hwFail(5, check.ActionResetGPU, "row remap pending"))},
 		{name: "hang", inject: []string{"gpu2:hang=late"}, want: one(hwHung(2)), hang: true},
 		{name: "hang after a finding", inject: []string{"gpu2:dbe=4"}, edit: hwBlock(2, func(d *server.Device, block func()) {
 			d.GetRemappedRowsFunc = func() (int, int, bool, bool, nvml.Return) { block(); return 0, 0, false, false, nvml.SUCCESS }
 		}), want: one(hwFail(2, check.ActionDrain, "volatile DBE 4 > 0"), hwHung(2)), hang: true},
 	})
+}
+
+// hwSramStatus makes GPU i's SRAM status call answer ret.
+func hwSramStatus(i int, ret nvml.Return) func(*testing.T, *sim.Machine) {
+	return func(_ *testing.T, m *sim.Machine) {
+		hwDevice(m, i).GetSramEccErrorStatusFunc = func() (nvml.EccSramErrorStatus, nvml.Return) {
+			return nvml.EccSramErrorStatus{}, ret
+		}
+	}
+}
+
+// hwCounterFails makes GPU i's uncorrected error counter at loc answer ret.
+func hwCounterFails(i int, loc nvml.MemoryLocation, ret nvml.Return) func(*testing.T, *sim.Machine) {
+	return func(_ *testing.T, m *sim.Machine) {
+		d := hwDevice(m, i)
+		prev := d.GetMemoryErrorCounterFunc
+		d.GetMemoryErrorCounterFunc = func(t nvml.MemoryErrorType, c nvml.EccCounterType, l nvml.MemoryLocation) (uint64, nvml.Return) {
+			if t == nvml.MEMORY_ERROR_TYPE_UNCORRECTED && l == loc {
+				return 0, ret
+			}
+			return prev(t, c, l)
+		}
+	}
+}
+
+// hwDriverLacks makes the machine's libnvidia-ml one without syms, as R470
+// lacks the functions later drivers added: LookupSymbol answers
+// ERROR_NOT_FOUND for them, and calling one on any GPU, which would end
+// the process on a real driver ("symbol lookup error"), fails the test.
+func hwDriverLacks(syms ...string) func(*testing.T, *sim.Machine) {
+	return func(t *testing.T, m *sim.Machine) {
+		missing := map[string]bool{}
+		for _, s := range syms {
+			missing[s] = true
+		}
+		m.Server.LookupSymbolFunc = func(s string) error {
+			if missing[s] {
+				return nvml.ERROR_NOT_FOUND
+			}
+			return nil
+		}
+		for _, d := range m.Devices {
+			dv := reflect.ValueOf(&d.Device).Elem()
+			for _, s := range syms {
+				name := strings.TrimPrefix(s, "nvmlDevice") + "Func"
+				f := dv.FieldByName(name)
+				if !f.IsValid() {
+					t.Fatalf("mock.Device has no %s", name)
+				}
+				ft := f.Type()
+				f.Set(reflect.MakeFunc(ft, func([]reflect.Value) []reflect.Value {
+					t.Errorf("%s called, but the driver lacks it: a real process dies here", s)
+					out := make([]reflect.Value, ft.NumOut())
+					for k := range out {
+						out[k] = reflect.Zero(ft.Out(k))
+						if ft.Out(k) == reflect.TypeOf(nvml.SUCCESS) {
+							out[k] = reflect.ValueOf(nvml.ERROR_FUNCTION_NOT_FOUND)
+						}
+					}
+					return out
+				}))
+			}
+		}
+	}
+}
+
+// TestHasSymbol: the library's own answer, or "present" from an
+// nvml.Interface without extensions.
+func TestHasSymbol(t *testing.T) {
+	m, _ := hwNode(t, "dgxh100", hwDriverLacks(symSramStatus))
+	if hasSymbol(m.Server, symSramStatus) {
+		t.Errorf("%s present, want missing", symSramStatus)
+	}
+	if !hasSymbol(m.Server, "nvmlDeviceGetMemoryErrorCounter") {
+		t.Error("nvmlDeviceGetMemoryErrorCounter missing, want present")
+	}
+	if !hasSymbol(&mock.Interface{}, symSramStatus) {
+		t.Errorf("%s missing from a mock without extensions, want present", symSramStatus)
+	}
+}
+
+// TestMemoryLooksUpOncePerRun: the symbol is looked up once per run, not
+// per GPU, and only after NVML is initialised.
+func TestMemoryLooksUpOncePerRun(t *testing.T) {
+	m, n := hwNode(t, "dgxb200", nil)
+	initialised := false
+	m.Server.InitFunc = func() nvml.Return { initialised = true; return nvml.SUCCESS }
+	lookups := 0
+	m.Server.LookupSymbolFunc = func(s string) error {
+		if !initialised {
+			t.Errorf("LookupSymbol(%s) before Init", s)
+		}
+		lookups++
+		return nil
+	}
+	hwExpect(t, m, "gpu.memory", hwRun(t, NewMemory(n, config.Default().Checks.GPU.Memory)), nil, len(m.Devices)-1)
+	if lookups != 1 {
+		t.Errorf("%d lookups, want 1", lookups)
+	}
 }
 
 // hwRetired turns GPU i into one that retires pages (before Ampere).

@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -386,7 +387,8 @@ func TestLinkRanges(t *testing.T) {
 
 func TestNVLinkInjectErrors(t *testing.T) {
 	for _, inject := range []string{"gpu0:nvlink-down=18", "gpu0:nvlink-down", "gpu0:nvlink-crc=x",
-		"gpu0:nvlink-crc=18:5", "gpu0:nvlink-replay=-1", "gpu0:nvlink=off", "gpu0:nvlink-counters"} {
+		"gpu0:nvlink-crc=18:5", "gpu0:nvlink-replay=-1", "gpu0:nvlink=off", "gpu0:nvlink-counters",
+		"gpu0:nvlink-active=19", "gpu0:nvlink-active=-1", "gpu0:nvlink-active", "gpu0:name"} {
 		specs, err := sim.ParseSpecs([]string{inject})
 		if err != nil {
 			t.Fatal(err)
@@ -398,4 +400,140 @@ func TestNVLinkInjectErrors(t *testing.T) {
 	if _, err := sim.New("dgxa100", []sim.Spec{{GPU: 0, Key: "nvlink-down", Value: "12"}}); err == nil {
 		t.Error("dgxa100 link 12 accepted (it has 12 links)")
 	}
+}
+
+// Names of parts the knownNVLinks table does not list.
+const (
+	a100PCIe = "NVIDIA A100-PCIE-40GB"
+	h100PCIe = "NVIDIA H100 PCIe"
+	h100NVL  = "NVIDIA H100 NVL"
+)
+
+// TestNVLinkPCIeCard: a PCIe card without an NVLink bridge reports every
+// link it has, none active. It has no NVLink to judge: SKIP, run after
+// run, where the links it reports used to make it FAIL (and drain).
+func TestNVLinkPCIeCard(t *testing.T) {
+	for _, tc := range []struct{ model, name string }{{"dgxa100", a100PCIe}, {"dgxh100", h100PCIe}, {"dgxh200", h100NVL}} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := statefile.Dir{Path: t.TempDir()}
+			inject := "gpu2:name=" + tc.name + ",gpu2:nvlink=inactive"
+			for run := 0; run < 2; run++ {
+				m := nvlMachine(t, tc.model, inject)
+				rs := nvlRun(t, m, tc.model, nvlConfig(), st)
+				nvlWant(t, rs, "gpu2", "SKIP none no NVLink connected")
+				if len(rs) != 8 {
+					t.Errorf("run %d: %d results: %+v", run, len(rs), rs)
+				}
+				nvlIDs(t, m, rs)
+			}
+			var rec nvlinkState
+			if err := st.Load(nvlinkStateFile, &rec); err != nil {
+				t.Fatal(err)
+			}
+			m := nvlMachine(t, tc.model)
+			if a, ok := rec.Active[m.Model.UUID(2)]; ok {
+				t.Errorf("unconnected card recorded %+v", a)
+			}
+			if a := rec.Active[m.Model.UUID(3)]; a.Max != m.Model.NVLinks || len(a.Links) != m.Model.NVLinks {
+				t.Errorf("gpu3 recorded %+v", a)
+			}
+		})
+	}
+	// The same card in the table's SXM form is expected to have its links.
+	rs := nvlRun(t, nvlMachine(t, "dgxh100", "gpu0:nvlink=inactive"), "dgxh100", nvlConfig(), statefile.Dir{Path: t.TempDir()})
+	nvlWant(t, rs, "gpu0", "FAIL drain NVLinks 0-17 inactive (0 of 18 active)")
+}
+
+// TestNVLinkUnknownPartLinkDown: on a part the table does not list, the
+// most links seen active is the expectation; fewer FAILs, on the second
+// run, naming the link that went down.
+func TestNVLinkUnknownPartLinkDown(t *testing.T) {
+	st := statefile.Dir{Path: t.TempDir()}
+	step := func(inject string, want ...string) {
+		t.Helper()
+		m := nvlMachine(t, "dgxa100", "gpu5:name="+a100PCIe+","+inject)
+		rs := nvlRun(t, m, "dgxa100", nvlConfig(), st)
+		nvlWant(t, rs, "gpu5", want...)
+		nvlIDs(t, m, rs)
+		for _, r := range rs {
+			if r.Component != "gpu5" && r.Status != check.OK {
+				t.Errorf("healthy %s: %s %s", r.Component, r.Status, r.Message)
+			}
+		}
+	}
+	// A bridge joining 4 of the card's 12 links.
+	step("gpu5:nvlink-active=4", "OK none 4 of 12 NVLinks active; error counter baseline recorded")
+	step("gpu5:nvlink-active=3", "FAIL drain NVLink 3 inactive (3 active, 4 seen before)")
+	// Still one down: still FAIL (the expectation does not come down).
+	step("gpu5:nvlink-active=3", "FAIL drain NVLink 3 inactive (3 active, 4 seen before)")
+	step("gpu5:nvlink-active=4", "OK none 4 of 12 NVLinks active; error deltas within limits")
+	// Every link of the bridge down is not a card without a bridge.
+	step("gpu5:nvlink=inactive", "FAIL drain NVLinks 0-3 inactive (0 active, 4 seen before)")
+	// More links than ever: the expectation grows.
+	step("gpu5:nvlink-active=6", "OK none 6 of 12 NVLinks active; error deltas within limits")
+	step("gpu5:nvlink-active=4,gpu5:nvlink-down=1", "FAIL drain NVLinks 1, 4, 5 inactive (3 active, 6 seen before)")
+
+	var rec nvlinkState
+	if err := st.Load(nvlinkStateFile, &rec); err != nil {
+		t.Fatal(err)
+	}
+	m := nvlMachine(t, "dgxa100")
+	if a := rec.Active[m.Model.UUID(5)]; a.Max != 6 || fmt.Sprint(a.Links) != "[0 1 2 3 4 5]" {
+		t.Errorf("gpu5 recorded %+v", a)
+	}
+}
+
+// TestNVLinkKnownPartLearns: on a listed part the table is the floor, and
+// more links seen than it lists raise the expectation.
+func TestNVLinkKnownPartLearns(t *testing.T) {
+	st := statefile.Dir{Path: t.TempDir()}
+	rs := nvlRun(t, nvlMachine(t, "dgxh100", "gpu1:nvlink-down=2"), "dgxh100", nvlConfig(), st)
+	nvlWant(t, rs, "gpu1", "FAIL drain NVLink 2 inactive (17 of 18 active)")
+	nvlRun(t, nvlMachine(t, "dgxh100"), "dgxh100", nvlConfig(), st)
+	rs = nvlRun(t, nvlMachine(t, "dgxh100", "gpu1:nvlink-down=2"), "dgxh100", nvlConfig(), st)
+	nvlWant(t, rs, "gpu1", "FAIL drain NVLink 2 inactive (17 of 18 active)")
+}
+
+// TestNVLinkMIG: a GPU in MIG mode has its link state left alone (its
+// error counters are still judged), and the most links seen active is
+// kept for when MIG is off again.
+func TestNVLinkMIG(t *testing.T) {
+	st := statefile.Dir{Path: t.TempDir()}
+	name := "gpu1:name=" + h100NVL
+	rs := nvlRun(t, nvlMachine(t, "dgxh100", name, "gpu1:nvlink-active=8"), "dgxh100", nvlConfig(), st)
+	nvlWant(t, rs, "gpu1", "OK none 8 of 18 NVLinks active; error counter baseline recorded")
+	for _, inject := range []string{"gpu1:mig=on,gpu1:nvlink=inactive", "gpu1:mig=on,gpu1:nvlink-down=3,gpu1:nvlink-active=18"} {
+		rs = nvlRun(t, nvlMachine(t, "dgxh100", name, inject), "dgxh100", nvlConfig(), st)
+		nvlWant(t, rs, "gpu1", "OK none error deltas within limits", "SKIP none MIG enabled: NVLink state not judged")
+	}
+	rs = nvlRun(t, nvlMachine(t, "dgxh100", name, "gpu1:nvlink-active=7"), "dgxh100", nvlConfig(), st)
+	nvlWant(t, rs, "gpu1", "FAIL drain NVLink 7 inactive (7 active, 8 seen before)")
+
+	// A listed part in MIG mode: no FAIL for its inactive links, and the
+	// counters still count.
+	rs = nvlRun(t, nvlMachine(t, "dgxa100", "gpu0:mig=on,gpu0:nvlink=inactive"), "dgxa100", nvlConfig(), statefile.Dir{Path: t.TempDir()})
+	nvlWant(t, rs, "gpu0", "OK none error counter baseline recorded", "SKIP none MIG enabled: NVLink state not judged")
+	rs = nvlRun(t, nvlMachine(t, "dgxh100", "gpu2:mig=on,gpu2:nvlink-crc=4:900"), "dgxh100", nvlConfig(), st)
+	nvlWant(t, rs, "gpu2", "FAIL drain NVLink 4 CRC delta 900 > 100", "SKIP none MIG enabled: NVLink state not judged")
+
+	// MIG mode that cannot be read (pre-Ampere) is not MIG.
+	m := nvlMachine(t, "dgxh100", "gpu3:nvlink-down=0")
+	m.Devices[3].GetMigModeFunc = func() (int, int, nvml.Return) { return 0, 0, nvml.ERROR_NOT_SUPPORTED }
+	nvlWant(t, nvlRun(t, m, "dgxh100", nvlConfig(), statefile.Dir{Path: t.TempDir()}), "gpu3", "FAIL drain NVLink 0 inactive (17 of 18 active)")
+}
+
+// TestNVLinkExpectedIgnoresSeen: an explicit expected_links is the
+// expectation, whatever was seen before.
+func TestNVLinkExpectedIgnoresSeen(t *testing.T) {
+	st := statefile.Dir{Path: t.TempDir()}
+	cfg := nvlConfig()
+	cfg.ExpectedLinks = 2
+	nvlRun(t, nvlMachine(t, "dgxa100", "gpu0:name="+a100PCIe, "gpu0:nvlink-active=4"), "dgxa100", cfg, st)
+	rs := nvlRun(t, nvlMachine(t, "dgxa100", "gpu0:name="+a100PCIe, "gpu0:nvlink-active=3"), "dgxa100", cfg, st)
+	nvlWant(t, rs, "gpu0", "OK none 3 NVLinks active (2 expected); error deltas within limits")
+	rs = nvlRun(t, nvlMachine(t, "dgxa100", "gpu0:name="+a100PCIe, "gpu0:nvlink=inactive"), "dgxa100", cfg, st)
+	nvlWant(t, rs, "gpu0", "FAIL drain NVLinks 0-11 inactive (0 of 2 active)")
+	// Back to -1: the 4 seen under the explicit setting count.
+	rs = nvlRun(t, nvlMachine(t, "dgxa100", "gpu0:name="+a100PCIe, "gpu0:nvlink-active=3"), "dgxa100", nvlConfig(), st)
+	nvlWant(t, rs, "gpu0", "FAIL drain NVLink 3 inactive (3 active, 4 seen before)")
 }

@@ -11,15 +11,28 @@ import (
 	"github.com/gpuhc/gpuhc/internal/statefile"
 )
 
-// pcieStateFile keeps each GPU's replay counter for the next run's delta.
+// pcieStateFile keeps each GPU's replay counter for the next run's delta,
+// and its link width for the next run's verdict.
 const pcieStateFile = "gpu-pcie.json"
 
 // pcieBusyUtil is the GPU utilisation (percent of the last sample period
-// with a kernel running) at which the link generation is judged. Idle GPUs
+// with a kernel running) at which the link is judged at once. Idle GPUs
 // train their link down to save power (an idle H100 reports Gen1) and
-// back up under load; the width does not change. Judging the generation
-// of an idle GPU would drain healthy nodes, so it is judged only while
-// the GPU works, and the width always.
+// back up under load, and NVML says the current width too "may be reduced
+// when the GPU is not in use". Under load both must be at their maximum:
+// a shortfall FAILs. An idle GPU's generation is not judged: Gen1 at idle
+// is the norm. Its width is judged across runs: a narrow link seen for the
+// first time is a WARN, and a FAIL when the previous run saw this GPU's
+// link narrow too (under load or not). Judging the width only under load
+// would let a GPU whose link trained to x8 (a bad riser or slot) pass on
+// every idle run, and take jobs, until a run happens to catch it busy;
+// health checks run every few minutes, so two idle runs in a row cost a
+// real x8 link one interval, while a width that dips at idle and is back
+// at the next run never drains the node. The cost: a GPU that keeps its
+// link narrow for as long as it idles is drained too. Datacenter GPUs
+// (the simulator's idle fault models them) keep x16 at idle and lower only
+// the generation; if a SKU is seen doing otherwise, judge the width only
+// under load, like the generation.
 const pcieBusyUtil = 50
 
 type pcie struct {
@@ -36,10 +49,13 @@ func NewPCIe(n *Node, c config.GPUPCIe, st statefile.Dir) check.Check {
 
 func (c *pcie) Name() string { return "gpu.pcie" }
 
-// pcieState is the state file: replay counters by GPU UUID (an index may
-// change when a GPU falls off the bus).
+// pcieState is the state file, keyed by GPU UUID (an index may change
+// when a GPU falls off the bus): replay counters, and the link width each
+// GPU had (records written before widths were kept have none: every GPU's
+// narrow link is then a first sighting).
 type pcieState struct {
 	Replay map[string]int64 `json:"replay"`
+	Width  map[string]int   `json:"width,omitempty"`
 }
 
 func (c *pcie) Run(ctx context.Context) []check.Result {
@@ -48,12 +64,12 @@ func (c *pcie) Run(ctx context.Context) []check.Result {
 	// An unreadable or corrupt record only costs the deltas of one run:
 	// every GPU takes a new baseline, and the save below replaces it.
 	_ = c.state.Load(pcieStateFile, &prev)
-	next := pcieState{Replay: map[string]int64{}}
+	next := pcieState{Replay: map[string]int64{}, Width: map[string]int{}}
 	visited := false
 	out := Each(ctx, c.node, func(ctx context.Context, g GPU) []check.Result {
 		visited = true
 		v := &gpuVerdict{g: g}
-		if err := c.link(ctx, v); err != nil {
+		if err := c.link(ctx, v, prev, next); err != nil {
 			return v.abort(err, start)
 		}
 		if err := c.replay(ctx, v, prev, next); err != nil {
@@ -65,6 +81,7 @@ func (c *pcie) Run(ctx context.Context) []check.Result {
 		return out // no inventory: keep the record as it is
 	}
 	carryOver(c.node, prev.Replay, next.Replay)
+	carryOver(c.node, prev.Width, next.Width)
 	if err := c.state.Save(pcieStateFile, next); err != nil {
 		out = append(out, check.Result{Component: "host", Status: check.Error, Action: check.ActionNone,
 			Message: "cannot keep PCIe replay counters: " + err.Error()})
@@ -112,7 +129,7 @@ func readPCIeLink(d nvml.Device) (pcieLink, nvml.Return) {
 	return l, nvml.SUCCESS
 }
 
-func (c *pcie) link(ctx context.Context, v *gpuVerdict) error {
+func (c *pcie) link(ctx context.Context, v *gpuVerdict, prev, next pcieState) error {
 	d := v.g.Device
 	util, uret, err := Call(ctx, d.GetUtilizationRates)
 	if err != nil {
@@ -128,13 +145,18 @@ func (c *pcie) link(ctx context.Context, v *gpuVerdict) error {
 	case ret != nvml.SUCCESS:
 		return v.nvmlErr("nvmlDeviceGetCurrPcieLink", ret)
 	}
-	// Unknown utilisation counts as idle: no generation verdict.
+	next.Width[v.g.UUID] = l.width
+	// Unknown utilisation counts as idle.
 	busy := uret == nvml.SUCCESS && util.Gpu >= pcieBusyUtil
+	before, seen := prev.Width[v.g.UUID]
+	narrowBefore := seen && before < l.maxWidth
 	switch {
 	case busy && (l.width < l.maxWidth || l.gen < l.maxGen):
 		v.fail(check.ActionDrain, "PCIe Gen%d x%d < max Gen%d x%d", l.gen, l.width, l.maxGen, l.maxWidth)
+	case l.width < l.maxWidth && narrowBefore:
+		v.fail(check.ActionDrain, "PCIe x%d < max x%d on two consecutive runs", l.width, l.maxWidth)
 	case l.width < l.maxWidth:
-		v.fail(check.ActionDrain, "PCIe x%d < max x%d", l.width, l.maxWidth)
+		v.warn("PCIe x%d < max x%d at idle (first sighting)", l.width, l.maxWidth)
 	case busy || l.gen >= l.maxGen:
 		v.pass("PCIe Gen%d x%d", l.gen, l.width)
 	default:

@@ -30,8 +30,9 @@ func TestPCIe(t *testing.T) {
 		}},
 		// An idle GPU trains its link down to Gen1: no drain for that.
 		{name: "idle", inject: []string{"gpu1:idle", "gpu6:idle"}},
+		// An idle link may narrow too: a first sighting only warns.
 		{name: "idle narrow", inject: []string{"gpu1:idle", "gpu1:pcie-width=8"}, want: func(sim.Model) []hwWant {
-			return []hwWant{hwFail(1, check.ActionDrain, "PCIe x8 < max x16")}
+			return []hwWant{hwWarn(1, "PCIe x8 < max x16 at idle (first sighting)")}
 		}},
 		{name: "utilisation unknown", inject: []string{"gpu4:pcie-gen=1"}, edit: func(_ *testing.T, m *sim.Machine) {
 			hwDevice(m, 4).GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{}, nvml.ERROR_NOT_SUPPORTED }
@@ -89,6 +90,64 @@ func TestPCIeReplayAcrossRuns(t *testing.T) {
 	}
 }
 
+// TestPCIeWidthAcrossRuns: under load a narrow link FAILs at once; at idle
+// only when the previous run saw it narrow too. A dry run keeps nothing.
+func TestPCIeWidthAcrossRuns(t *testing.T) {
+	cfg := config.Default().Checks.GPU.PCIe
+	for _, model := range hwModels {
+		t.Run(model, func(t *testing.T) {
+			t.Parallel()
+			dir := statefile.Dir{Path: t.TempDir()}
+			run := func(st statefile.Dir, inject []string, want ...hwWant) {
+				t.Helper()
+				m, n := hwNode(t, model, nil, inject...)
+				hwExpect(t, m, "gpu.pcie", hwRun(t, NewPCIe(n, cfg, st)), want, len(m.Devices)-1)
+			}
+			idle := []string{"gpu3:idle"}
+			idleX8 := []string{"gpu3:idle", "gpu3:pcie-width=8"}
+			first := hwWarn(3, "PCIe x8 < max x16 at idle (first sighting)")
+			again := func(w int) hwWant {
+				return hwFail(3, check.ActionDrain, "PCIe x%d < max x16 on two consecutive runs", w)
+			}
+			sm, _ := hwNode(t, model, nil)
+			gen := sm.Model.PCIeMaxGen
+			busy := hwFail(3, check.ActionDrain, "PCIe Gen%d x8 < max Gen%d x16", gen, gen)
+
+			run(dir, idle) // idle at Gen1 x16: healthy, run after run
+			run(dir, idle)
+			run(hwDryRun(dir), idleX8, first)    // dry run: not kept
+			run(dir, idleX8, first)              // the dry run kept nothing
+			run(hwDryRun(dir), idleX8, again(8)) // a dry run reads what was kept
+			run(dir, []string{"gpu3:idle", "gpu3:pcie-width=4"}, again(4))
+			run(dir, idle) // back at x16: cleared
+			run(dir, idleX8, first)
+			run(dir, nil)                                 // busy at x16: cleared
+			run(dir, []string{"gpu3:pcie-width=8"}, busy) // busy: at once
+			run(dir, idleX8, again(8))                    // then idle: still narrow
+		})
+	}
+}
+
+// TestPCIeWidthOldRecord: a record from before widths were kept counts as
+// no sighting.
+func TestPCIeWidthOldRecord(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default().Checks.GPU.PCIe
+	dir := statefile.Dir{Path: t.TempDir()}
+	m, n := hwNode(t, "dgxh100", nil, "gpu1:idle", "gpu1:pcie-width=8")
+	if err := os.WriteFile(filepath.Join(dir.Path, pcieStateFile), []byte(`{"replay":{"`+m.Model.UUID(1)+`":3}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hwExpect(t, m, "gpu.pcie", hwRun(t, NewPCIe(n, cfg, dir)), []hwWant{hwWarn(1, "PCIe x8 < max x16 at idle (first sighting)")}, 7)
+	var st pcieState
+	if err := dir.Load(pcieStateFile, &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Width) != 8 || st.Width[m.Model.UUID(1)] != 8 || st.Width[m.Model.UUID(0)] != 16 {
+		t.Errorf("widths kept: %v", st.Width)
+	}
+}
+
 // TestPCIeStateKeptAndDropped: a hang keeps the baselines of the GPUs it
 // kept from being read; a GPU gone from the node loses its baseline.
 func TestPCIeStateKeptAndDropped(t *testing.T) {
@@ -113,7 +172,7 @@ func TestPCIeStateKeptAndDropped(t *testing.T) {
 	run(hwBlock(0, func(d *server.Device, block func()) {
 		d.GetPcieReplayCounterFunc = func() (int, nvml.Return) { block(); return 0, nvml.SUCCESS }
 	}), []string{"gpu1:pcie-replay=999"}, 0, hwHung(0))
-	if st := load(); len(st.Replay) != 8 || st.Replay[m.Model.UUID(1)] != 101 || st.Replay[m.Model.UUID(5)] != 7 {
+	if st := load(); len(st.Replay) != 8 || st.Replay[m.Model.UUID(1)] != 101 || st.Replay[m.Model.UUID(5)] != 7 || len(st.Width) != 8 {
 		t.Fatalf("state after a hang: %+v", st)
 	}
 	run(nil, []string{"gpu1:pcie-replay=302"}, 7, hwWarn(1, "PCIe replay counter +201 since last run > 100"))
@@ -124,7 +183,7 @@ func TestPCIeStateKeptAndDropped(t *testing.T) {
 		t.Fatalf("GPU missing: %s", hwFormat(got))
 	}
 	st := load()
-	if _, ok := st.Replay[m.Model.UUID(6)]; ok || len(st.Replay) != 7 {
+	if _, ok := st.Replay[m.Model.UUID(6)]; ok || len(st.Replay) != 7 || len(st.Width) != 7 {
 		t.Errorf("state after gpu6 went missing: %+v", st)
 	}
 }

@@ -58,12 +58,17 @@ func (c *thermal) Run(ctx context.Context) []check.Result {
 	_ = c.state.Load(thermalStateFile, &prev)
 	next := thermalState{HW: map[string]uint64{}}
 	visited := false
+	var api clockReasonsAPI
 	out := Each(ctx, c.node, func(ctx context.Context, g GPU) []check.Result {
+		if !visited {
+			// Only now is the library loaded (Each initialised NVML).
+			api = clockReasons(c.node.Lib())
+		}
 		visited = true
 		v := &gpuVerdict{g: g}
 		for _, part := range []func(context.Context, *gpuVerdict) error{
 			c.core, c.memory,
-			func(ctx context.Context, v *gpuVerdict) error { return c.clocks(ctx, v, prev, next) },
+			func(ctx context.Context, v *gpuVerdict) error { return c.clocks(ctx, v, api, prev, next) },
 		} {
 			if err := part(ctx, v); err != nil {
 				return v.abort(err, start)
@@ -82,19 +87,15 @@ func (c *thermal) Run(ctx context.Context) []check.Result {
 	return out
 }
 
-// tempThresholds reads the GPU's limits; a limit NVML does not report is 0.
-func tempThresholds(d nvml.Device, which ...nvml.TemperatureThresholds) ([]uint32, nvml.Return) {
-	out := make([]uint32, len(which))
-	for i, w := range which {
-		t, ret := d.GetTemperatureThreshold(w)
-		switch {
-		case ret == nvml.SUCCESS:
-			out[i] = t
-		case !Unsupported(ret):
-			return out, ret
-		}
+// tempThreshold reads one of the GPU's limits; a limit NVML does not
+// report is 0. INVALID_ARGUMENT counts as not reported: it is how a driver
+// older than the limit (GPU_MAX, MEM_MAX) rejects it.
+func tempThreshold(d nvml.Device, which nvml.TemperatureThresholds) (uint32, nvml.Return) {
+	t, ret := d.GetTemperatureThreshold(which)
+	if Unsupported(ret) || ret == nvml.ERROR_INVALID_ARGUMENT {
+		return 0, nvml.SUCCESS
 	}
-	return out, nvml.SUCCESS
+	return t, ret
 }
 
 // core judges the GPU temperature against the slowdown threshold (the GPU
@@ -111,20 +112,27 @@ func (c *thermal) core(ctx context.Context, v *gpuVerdict) error {
 	case ret != nvml.SUCCESS:
 		return v.nvmlErr("nvmlDeviceGetTemperature", ret)
 	}
-	lim, ret, err := Call(ctx, func() ([]uint32, nvml.Return) {
-		return tempThresholds(d, nvml.TEMPERATURE_THRESHOLD_SLOWDOWN, nvml.TEMPERATURE_THRESHOLD_GPU_MAX)
+	// The max operating temperature is asked for only where no slowdown
+	// threshold is reported: an older driver's answer to it must not cost
+	// a valid slowdown threshold.
+	type limit struct {
+		c          uint32
+		name, enum string
+	}
+	lim, ret, err := Call(ctx, func() (limit, nvml.Return) {
+		if c, ret := tempThreshold(d, nvml.TEMPERATURE_THRESHOLD_SLOWDOWN); ret != nvml.SUCCESS || c > 0 {
+			return limit{c, "slowdown", "SLOWDOWN"}, ret
+		}
+		c, ret := tempThreshold(d, nvml.TEMPERATURE_THRESHOLD_GPU_MAX)
+		return limit{c, "max operating", "GPU_MAX"}, ret
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
+	case ret != nvml.SUCCESS:
+		return v.nvmlErr("nvmlDeviceGetTemperatureThreshold("+lim.enum+")", ret)
 	}
-	if ret != nvml.SUCCESS {
-		return v.nvmlErr("nvmlDeviceGetTemperatureThreshold", ret)
-	}
-	limit, name := lim[0], "slowdown"
-	if limit == 0 {
-		limit, name = lim[1], "max operating"
-	}
-	c.judge(v, "GPU", float64(t), float64(limit), name)
+	c.judge(v, "GPU", float64(t), float64(lim.c), lim.name)
 	return nil
 }
 
@@ -150,8 +158,8 @@ func (c *thermal) memory(ctx context.Context, v *gpuVerdict) error {
 	case ret != nvml.SUCCESS:
 		return v.nvmlErr("nvmlDeviceGetFieldValues(MEMORY_TEMP)", ret)
 	}
-	lim, ret, err := Call(ctx, func() ([]uint32, nvml.Return) {
-		return tempThresholds(d, nvml.TEMPERATURE_THRESHOLD_MEM_MAX)
+	lim, ret, err := Call(ctx, func() (uint32, nvml.Return) {
+		return tempThreshold(d, nvml.TEMPERATURE_THRESHOLD_MEM_MAX)
 	})
 	if err != nil {
 		return err
@@ -159,7 +167,7 @@ func (c *thermal) memory(ctx context.Context, v *gpuVerdict) error {
 	if ret != nvml.SUCCESS {
 		return v.nvmlErr("nvmlDeviceGetTemperatureThreshold(MEM_MAX)", ret)
 	}
-	c.judge(v, "memory", t, float64(lim[0]), "max")
+	c.judge(v, "memory", t, float64(lim), "max")
 	return nil
 }
 
@@ -199,11 +207,47 @@ func decodeFieldValue(f nvml.FieldValue) float64 {
 	return 0
 }
 
+// clockReasonsAPI says which of NVML's two names for the clock event
+// reasons call the loaded library has.
+type clockReasonsAPI int
+
+const (
+	clockReasonsNone     clockReasonsAPI = iota
+	clockReasonsThrottle                 // nvmlDeviceGetCurrentClocksThrottleReasons (deprecated, R470 has only it)
+	clockReasonsEvent                    // nvmlDeviceGetCurrentClocksEventReasons (R535+)
+)
+
+var clockReasonsSymbols = map[clockReasonsAPI]string{
+	clockReasonsThrottle: "nvmlDeviceGetCurrentClocksThrottleReasons",
+	clockReasonsEvent:    "nvmlDeviceGetCurrentClocksEventReasons",
+}
+
+// clockReasons picks the newest name of the call the library exports (see
+// hasSymbol): both answer the same bits.
+func clockReasons(lib nvml.Interface) clockReasonsAPI {
+	for _, api := range []clockReasonsAPI{clockReasonsEvent, clockReasonsThrottle} {
+		if hasSymbol(lib, clockReasonsSymbols[api]) {
+			return api
+		}
+	}
+	return clockReasonsNone
+}
+
 // clocks judges the clock event reasons: a hardware slowdown seen in the
 // previous run too is a FAIL, a first sighting a WARN; the driver's own
 // (software) thermal slowdown is a WARN.
-func (c *thermal) clocks(ctx context.Context, v *gpuVerdict, prev, next thermalState) error {
-	bits, ret, err := Call(ctx, v.g.Device.GetCurrentClocksEventReasons)
+func (c *thermal) clocks(ctx context.Context, v *gpuVerdict, api clockReasonsAPI, prev, next thermalState) error {
+	var get func() (uint64, nvml.Return)
+	switch api {
+	case clockReasonsEvent:
+		get = v.g.Device.GetCurrentClocksEventReasons
+	case clockReasonsThrottle:
+		get = v.g.Device.GetCurrentClocksThrottleReasons
+	default:
+		v.skip("clock event reasons not reported by this driver")
+		return nil
+	}
+	bits, ret, err := Call(ctx, get)
 	switch {
 	case err != nil:
 		return err
@@ -211,7 +255,7 @@ func (c *thermal) clocks(ctx context.Context, v *gpuVerdict, prev, next thermalS
 		v.skip("clock event reasons not reported")
 		return nil
 	case ret != nvml.SUCCESS:
-		return v.nvmlErr("nvmlDeviceGetCurrentClocksEventReasons", ret)
+		return v.nvmlErr(clockReasonsSymbols[api], ret)
 	}
 	var hw uint64
 	var again, first []string

@@ -79,6 +79,41 @@ func TestThermal(t *testing.T) {
 			d.GetFieldValuesFunc = func([]nvml.FieldValue) nvml.Return { return nvml.ERROR_NOT_SUPPORTED }
 			d.GetCurrentClocksEventReasonsFunc = func() (uint64, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
 		}, want: one(hwSkip(2, "GPU temperature not reported; clock event reasons not reported"))},
+		// R470 has only the deprecated name of the clock event reasons
+		// call: same bits.
+		{name: "clock event reasons missing from driver", inject: []string{"gpu1:hw-thermal", "gpu5:sw-thermal"},
+			edit: hwDriverLacks("nvmlDeviceGetCurrentClocksEventReasons"),
+			want: one(hwWarn(1, "HW thermal slowdown (first sighting)"), hwWarn(5, "SW thermal slowdown"))},
+		{name: "no clock reasons call at all", edit: hwDriverLacks("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"),
+			want: func(m sim.Model) []hwWant {
+				var w []hwWant
+				for i := range m.PCIBus {
+					w = append(w, hwSkip(i, "clock event reasons not reported by this driver"))
+				}
+				return w
+			}},
+		{name: "throttle reasons error", edit: func(t *testing.T, m *sim.Machine) {
+			hwDriverLacks("nvmlDeviceGetCurrentClocksEventReasons")(t, m)
+			hwDevice(m, 2).GetCurrentClocksThrottleReasonsFunc = func() (uint64, nvml.Return) { return 0, nvml.ERROR_UNKNOWN }
+		}, want: one(hwError(2, "nvmlDeviceGetCurrentClocksThrottleReasons: ERROR_UNKNOWN"))},
+		// A driver that does not know a newer threshold keeps the ones it has.
+		{name: "gpu max rejected", inject: []string{"gpu3:temp=85"}, edit: hwThreshold(3, nvml.TEMPERATURE_THRESHOLD_GPU_MAX, nvml.ERROR_INVALID_ARGUMENT),
+			want: func(m sim.Model) []hwWant {
+				return []hwWant{hwWarn(3, "GPU 85°C within 5°C of slowdown %d°C", m.TempSlowdownC)}
+			}},
+		// With a slowdown threshold, GPU_MAX is not even asked for.
+		{name: "gpu max error", edit: hwThreshold(3, nvml.TEMPERATURE_THRESHOLD_GPU_MAX, nvml.ERROR_UNKNOWN)},
+		{name: "neither slowdown nor gpu max", inject: []string{"gpu3:temp=120"}, edit: func(t *testing.T, m *sim.Machine) {
+			hwThreshold(3, nvml.TEMPERATURE_THRESHOLD_SLOWDOWN, nvml.ERROR_NOT_SUPPORTED)(t, m)
+			hwThreshold(3, nvml.TEMPERATURE_THRESHOLD_GPU_MAX, nvml.ERROR_INVALID_ARGUMENT)(t, m)
+		}},
+		{name: "slowdown missing, gpu max error", edit: func(t *testing.T, m *sim.Machine) {
+			hwThreshold(3, nvml.TEMPERATURE_THRESHOLD_SLOWDOWN, nvml.ERROR_NOT_SUPPORTED)(t, m)
+			hwThreshold(3, nvml.TEMPERATURE_THRESHOLD_GPU_MAX, nvml.ERROR_UNKNOWN)(t, m)
+		}, want: one(hwError(3, "nvmlDeviceGetTemperatureThreshold(GPU_MAX): ERROR_UNKNOWN"))},
+		{name: "slowdown error", edit: hwThreshold(3, nvml.TEMPERATURE_THRESHOLD_SLOWDOWN, nvml.ERROR_UNKNOWN),
+			want: one(hwError(3, "nvmlDeviceGetTemperatureThreshold(SLOWDOWN): ERROR_UNKNOWN"))},
+		{name: "mem max rejected", inject: []string{"gpu5:memtemp=97"}, edit: hwThreshold(5, nvml.TEMPERATURE_THRESHOLD_MEM_MAX, nvml.ERROR_INVALID_ARGUMENT)},
 		{name: "lost", inject: []string{"gpu3:reset-required"}, want: one(hwError(3, "nvmlDeviceGetTemperature: ERROR_RESET_REQUIRED"))},
 		{name: "hang", inject: []string{"gpu1:hang=late"}, want: one(hwHung(1)), hang: true},
 		{name: "hang on clocks", inject: []string{"gpu1:temp=90"}, edit: hwBlock(1, func(d *server.Device, block func()) {
@@ -87,6 +122,41 @@ func TestThermal(t *testing.T) {
 			return []hwWant{hwFail(1, check.ActionDrain, "GPU 90°C >= slowdown %d°C", m.TempSlowdownC), hwHung(1)}
 		}, hang: true},
 	})
+}
+
+// hwThreshold makes GPU i answer ret for threshold th.
+func hwThreshold(i int, th nvml.TemperatureThresholds, ret nvml.Return) func(*testing.T, *sim.Machine) {
+	return func(_ *testing.T, m *sim.Machine) {
+		d := hwDevice(m, i)
+		prev := d.GetTemperatureThresholdFunc
+		d.GetTemperatureThresholdFunc = func(t nvml.TemperatureThresholds) (uint32, nvml.Return) {
+			if t == th {
+				return 0, ret
+			}
+			return prev(t)
+		}
+	}
+}
+
+// TestThermalClocksFallbackAcrossRuns: the deprecated call's bits feed the
+// same two-run rule, and a lookup is made once per run.
+func TestThermalClocksFallbackAcrossRuns(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default().Checks.GPU.Thermal
+	dir := statefile.Dir{Path: t.TempDir()}
+	for k, want := range [][]hwWant{
+		{hwWarn(2, "HW power brake (first sighting)")},
+		{hwFail(2, check.ActionDrain, "HW power brake on two consecutive runs")},
+	} {
+		m, n := hwNode(t, "dgxa100", hwDriverLacks("nvmlDeviceGetCurrentClocksEventReasons"), "gpu2:power-brake")
+		lookups := map[string]int{}
+		lookup := m.Server.LookupSymbolFunc
+		m.Server.LookupSymbolFunc = func(s string) error { lookups[s]++; return lookup(s) }
+		hwExpect(t, m, "gpu.thermal", hwRun(t, NewThermal(n, cfg, dir)), want, len(m.Devices)-1)
+		if lookups["nvmlDeviceGetCurrentClocksEventReasons"] != 1 || lookups["nvmlDeviceGetCurrentClocksThrottleReasons"] != 1 {
+			t.Errorf("run %d: lookups %v, want one of each", k, lookups)
+		}
+	}
 }
 
 // hwTemp sets GPU i's temperature from the model's thresholds.

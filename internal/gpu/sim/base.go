@@ -155,8 +155,8 @@ func baseDefaults(m *Machine, d *server.Device, i int) {
 	d.GetArchitectureFunc = func() (nvml.DeviceArchitecture, nvml.Return) { return mdl.Arch, nvml.SUCCESS }
 	pci := pciInfo(mdl, i, d.Config.PciDeviceId)
 	d.GetPciInfoFunc = func() (nvml.PciInfo, nvml.Return) { return pci, nvml.SUCCESS }
-	// gpu.lost's probe; DGX OS runs nvidia-persistenced. The config part
-	// may set its own answer later.
+	// DGX OS runs nvidia-persistenced; the config part may set its own
+	// answer later. (gpu.lost probes the GPU temperature, thermal part.)
 	d.GetPersistenceModeFunc = func() (nvml.EnableState, nvml.Return) { return nvml.FEATURE_ENABLED, nvml.SUCCESS }
 }
 

@@ -15,7 +15,9 @@ import (
 // later remap rows and answer ERROR_NOT_SUPPORTED to page retirement.
 // The SRAM error status call is answered from Hopper on; the A100 answers
 // ERROR_NOT_SUPPORTED, and its SRAM count comes from the per-location
-// counter, as on a real A100 with a 550 driver.
+// counter, as on a real A100 with a 550 driver. NVIDIA's mock reports
+// every NVML symbol present (LookupSymbol); tests override the server's
+// LookupSymbolFunc to play an older driver without the status call.
 //
 // Faults wrap the functions already set, so several compose:
 //

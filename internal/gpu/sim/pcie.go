@@ -19,7 +19,9 @@ import (
 //	gpuN:pcie-replay=V  the replay counter reads V (a run after a healthy
 //	                    one with the same state directory sees growth V)
 //	gpuN:idle           the GPU is idle (0 %) and, like an idle H100, has
-//	                    trained its link down to Gen1 to save power
+//	                    trained its link down to Gen1 to save power; its
+//	                    width stays at the maximum (with pcie-width=W the
+//	                    idle link is narrow too)
 var pciePart = part{
 	name:     "pcie",
 	defaults: pcieDefaults,

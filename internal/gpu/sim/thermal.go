@@ -14,7 +14,8 @@ import (
 //
 // Healthy: GPU i runs at 45+i °C, its HBM at 50+i °C, well under the
 // model's thresholds (Model.TempShutdownC, TempSlowdownC, TempGPUMaxC,
-// TempMemMaxC); no clock event reason is active.
+// TempMemMaxC); no clock event reason is active. The GPU temperature is
+// also gpu.lost's probe: the lost and reset-required faults make it fail.
 //
 //	gpuN:temp=C         the GPU reads C °C
 //	gpuN:memtemp=C      the HBM reads C °C
