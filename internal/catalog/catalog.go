@@ -64,7 +64,7 @@ func gpuChecks(cfg config.Config, env Env) []entry {
 		{g.Memory.Common, func() check.Check { return gpu.NewMemory(n, g.Memory) }},
 		{g.PCIe.Common, func() check.Check { return gpu.NewPCIe(n, g.PCIe, st) }},
 		{g.NVLink.Common, func() check.Check { return gpu.NewNVLink(n, g.NVLink, st) }},
-		{g.Fabric, func() check.Check { return gpu.NewFabric(n) }},
+		{g.Fabric, func() check.Check { return gpu.NewFabric(n, st) }},
 		{g.Thermal.Common, func() check.Check { return gpu.NewThermal(n, g.Thermal, st) }},
 		{g.Power, func() check.Check { return gpu.NewPower(n) }},
 		{g.Config.Common, func() check.Check { return gpu.NewConfig(n, g.Config) }},

@@ -8,12 +8,24 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/statefile"
 )
 
-const nameFabric = "gpu.fabric"
+const (
+	nameFabric = "gpu.fabric"
+	// fabricStateFile keeps each GPU's fabric state for the next run.
+	fabricStateFile = "gpu-fabric.json"
+)
 
 type fabric struct {
-	node *Node
+	node  *Node
+	state statefile.Dir
+}
+
+// fabricState is gpu-fabric.json: the fabric state ("completed",
+// "in-progress", ...) each GPU, by UUID, had at the last run that read it.
+type fabricState struct {
+	States map[string]string `json:"states"`
 }
 
 // NewFabric checks, on NVSwitch systems, that each GPU finished registering
@@ -21,14 +33,27 @@ type fabric struct {
 // and a health mask without degraded bandwidth or unhealthy routes. GPUs
 // for which NVML reports no fabric state (PCIe SKUs, pre-Hopper GPUs,
 // systems without NVSwitch) SKIP.
-func NewFabric(n *Node) check.Check { return &fabric{node: n} }
+//
+// Right after boot Fabric Manager is still registering the GPUs (state
+// not-started or in-progress) for up to a few minutes, so a registration
+// not completed is a WARN the first time and a FAIL only when the next
+// run still finds it not completed; st keeps each GPU's state for that
+// (never written when st.ReadOnly, as in a dry run). A completed
+// registration that failed, or an unhealthy health mask, FAILs at once.
+func NewFabric(n *Node, st statefile.Dir) check.Check { return &fabric{node: n, state: st} }
 
 func (c *fabric) Name() string { return nameFabric }
 
 func (c *fabric) Run(ctx context.Context) []check.Result {
 	start := time.Now()
+	var prev fabricState
+	// Unreadable or corrupt: this run's sightings count as first ones.
+	if c.state.Load(fabricStateFile, &prev) != nil {
+		prev = fabricState{}
+	}
+	next := fabricState{States: map[string]string{}}
 	api, looked := fabricNone, false
-	return Each(ctx, c.node, func(ctx context.Context, g GPU) []check.Result {
+	out := Each(ctx, c.node, func(ctx context.Context, g GPU) []check.Result {
 		if !looked {
 			// Only now is the library loaded (Each initialised NVML).
 			api, looked = fabricAPI(c.node.Lib()), true
@@ -42,8 +67,20 @@ func (c *fabric) Run(ctx context.Context) []check.Result {
 		case ret != nvml.SUCCESS:
 			return []check.Result{Result(g, check.Error, check.ActionNone, "nvmlDeviceGetGpuFabricInfo: %s", nvml.ErrorString(ret))}
 		}
-		return []check.Result{judgeFabric(g, info)}
+		if name, ok := fabricStates[info.State]; ok {
+			next.States[g.UUID] = name
+		}
+		return []check.Result{judgeFabric(g, info, prev.States[g.UUID])}
 	})
+	if !looked {
+		return out // no inventory: keep the record as it is
+	}
+	carryOver(c.node, prev.States, next.States)
+	if err := c.state.Save(fabricStateFile, next); err != nil {
+		out = append(out, check.Result{Component: "host", Status: check.Error, Action: check.ActionNone,
+			Message: "cannot keep fabric states: " + err.Error()})
+	}
+	return out
 }
 
 // fabricInfo is what every version of NVML's fabric call has in common.
@@ -118,13 +155,24 @@ var fabricStates = map[uint8]string{
 	nvml.GPU_FABRIC_STATE_COMPLETED:     "completed",
 }
 
-func judgeFabric(g GPU, info fabricInfo) check.Result {
+// fabricPending: Fabric Manager has not finished registering the GPU.
+func fabricPending(state string) bool {
+	return state == fabricStates[nvml.GPU_FABRIC_STATE_NOT_STARTED] || state == fabricStates[nvml.GPU_FABRIC_STATE_IN_PROGRESS]
+}
+
+// judgeFabric judges one GPU's fabric info; prev is its state at the last
+// run ("" when none was recorded).
+func judgeFabric(g GPU, info fabricInfo, prev string) check.Result {
 	switch info.State {
 	case nvml.GPU_FABRIC_STATE_NOT_SUPPORTED:
 		return Result(g, check.Skip, check.ActionNone, "no NVLink fabric state (PCIe, pre-Hopper or no NVSwitch)")
 	case nvml.GPU_FABRIC_STATE_NOT_STARTED, nvml.GPU_FABRIC_STATE_IN_PROGRESS:
-		// Until Fabric Manager finishes, CUDA cannot use the GPU.
-		return Result(g, check.Fail, check.ActionDrain, "fabric not initialised (state %s)", fabricStates[info.State])
+		// Until Fabric Manager finishes, CUDA cannot use the GPU; but
+		// right after boot it is still working.
+		if fabricPending(prev) {
+			return Result(g, check.Fail, check.ActionDrain, "fabric not initialised (state %s) on two consecutive runs", fabricStates[info.State])
+		}
+		return Result(g, check.Warn, check.ActionNone, "fabric not initialised yet (state %s, first sighting)", fabricStates[info.State])
 	case nvml.GPU_FABRIC_STATE_COMPLETED:
 	default:
 		return Result(g, check.Error, check.ActionNone, "fabric state %d unknown", info.State)

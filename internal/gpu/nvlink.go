@@ -24,8 +24,11 @@ const (
 // by a substring of NVML's name. With expected_links = -1 a GPU must have
 // at least this many links active: a link the driver no longer reports at
 // all (ERROR_NOT_SUPPORTED instead of FEATURE_DISABLED) would otherwise go
-// unnoticed. GPUs not listed fall back to the links they report (active
-// or not). A800/H800 (8 links) and PCIe/NVL cards are deliberately absent.
+// unnoticed. GPUs not listed are judged against the most links they were
+// seen with active (see activeLinks): a PCIe card reports all its links
+// whether or not an NVLink bridge is fitted, so the links it reports say
+// nothing about the links it should have. A800/H800 (8 links) and PCIe/NVL
+// cards are deliberately absent.
 var knownNVLinks = []struct {
 	name  string
 	links int
@@ -58,9 +61,23 @@ func KnownNVLinks(name string) int {
 type linkCounters map[string]uint64
 
 // nvlinkState is gpu-nvlink.json: counters by GPU UUID (a GPU may change
-// index), then by link number.
+// index), then by link number; and by UUID the most links seen active.
 type nvlinkState struct {
-	GPUs map[string]map[int]linkCounters `json:"gpus"`
+	GPUs   map[string]map[int]linkCounters `json:"gpus"`
+	Active map[string]activeLinks          `json:"active,omitempty"`
+}
+
+// activeLinks is the most NVLinks a GPU was seen with active at once, and
+// which they were. With expected_links = -1 fewer active links than this
+// FAILs, on any GPU: how a link going down is caught on a part the
+// knownNVLinks table does not list (a PCIe card with a bridge, an NVL or
+// A800/H800 part). It only grows; a GPU replaced by another has another
+// UUID and starts afresh. After removing an NVLink bridge on purpose,
+// delete the GPU's entry under "active" in <state_dir>/gpu-nvlink.json (or
+// the whole file, which costs one run of error-counter baselines).
+type activeLinks struct {
+	Max   int   `json:"max"`
+	Links []int `json:"links,omitempty"` // the links active when Max was last seen
 }
 
 type nvlink struct {
@@ -72,7 +89,9 @@ type nvlink struct {
 // NewNVLink checks that every expected NVLink of each GPU is active and
 // that the CRC, replay and recovery error counters grew by no more than
 // the configured deltas since the previous run. GPUs without NVLink (PCIe
-// SKUs) SKIP, as do error counters the driver does not offer.
+// SKUs, or a part gpuhc does not know with no link ever active: a PCIe
+// card without a bridge) SKIP, as do error counters the driver does not
+// offer; so does the link state of a GPU in MIG mode.
 func NewNVLink(n *Node, c config.GPUNVLink, st statefile.Dir) check.Check {
 	return &nvlink{node: n, cfg: c, state: st}
 }
@@ -87,17 +106,20 @@ func (c *nvlink) Run(ctx context.Context) []check.Result {
 	if c.state.Load(nvlinkStateFile, &prev) != nil {
 		prev = nvlinkState{}
 	}
-	next := nvlinkState{GPUs: map[string]map[int]linkCounters{}}
+	next := nvlinkState{GPUs: map[string]map[int]linkCounters{}, Active: map[string]activeLinks{}}
 	visited := false
 	out := Each(ctx, c.node, func(ctx context.Context, g GPU) []check.Result {
 		visited = true
 		v := &gpuVerdict{g: g}
-		now, err := c.judge(ctx, v, prev.GPUs[g.UUID])
+		rec, err := c.judge(ctx, v, prev.GPUs[g.UUID], prev.Active[g.UUID])
+		if rec.active != nil {
+			next.Active[g.UUID] = *rec.active
+		}
 		if err != nil {
 			return v.abort(err, start)
 		}
-		if now != nil {
-			next.GPUs[g.UUID] = now
+		if rec.counters != nil {
+			next.GPUs[g.UUID] = rec.counters
 		}
 		return v.results()
 	})
@@ -105,6 +127,7 @@ func (c *nvlink) Run(ctx context.Context) []check.Result {
 		return out // no inventory: keep the record as it is
 	}
 	carryOver(c.node, prev.GPUs, next.GPUs)
+	carryOver(c.node, prev.Active, next.Active)
 	if err := c.state.Save(nvlinkStateFile, next); err != nil {
 		out = append(out, check.Result{Component: "host", Status: check.Error, Action: check.ActionNone,
 			Message: "cannot keep NVLink error counters: " + err.Error()})
@@ -112,29 +135,64 @@ func (c *nvlink) Run(ctx context.Context) []check.Result {
 	return out
 }
 
-// judge reads one GPU's links into v. It returns the counters to keep for
-// the next run (nil: keep the previous record), and ErrHung when NVML did
-// not answer.
-func (c *nvlink) judge(ctx context.Context, v *gpuVerdict, prev map[int]linkCounters) (map[int]linkCounters, error) {
+// nvlinkRecord is what one GPU leaves for the next run; a nil part keeps
+// the previous record's.
+type nvlinkRecord struct {
+	counters map[int]linkCounters
+	active   *activeLinks
+}
+
+// judge reads one GPU's links into v. It returns what to keep for the next
+// run, and ErrHung when NVML did not answer.
+func (c *nvlink) judge(ctx context.Context, v *gpuVerdict, prev map[int]linkCounters, seen activeLinks) (nvlinkRecord, error) {
+	var rec nvlinkRecord
 	ls, ok, err := scanNVLinks(ctx, v)
 	if err != nil || !ok {
-		return nil, err
+		return rec, err
 	}
 	if len(ls.exist) == 0 {
 		v.skip("no NVLink (PCIe GPU)")
-		return nil, nil
+		return rec, nil
 	}
-	c.judgeNVLinkState(v, ls)
+	mig, err := migEnabled(ctx, v.g)
+	switch {
+	case err != nil:
+		return rec, err
+	case mig:
+		// A GPU in MIG mode has no GPU-to-GPU traffic over NVLink, and
+		// its links need not be up: their state says nothing. The most
+		// links seen active is kept for when MIG is turned off.
+		v.skip("MIG enabled: NVLink state not judged")
+	default:
+		var connected bool
+		rec.active, connected = c.judgeNVLinkState(v, ls, seen)
+		if !connected {
+			return rec, nil
+		}
+	}
 	now, ok, err := readNVLinkCounters(ctx, v, ls.exist)
 	switch {
 	case err != nil || !ok:
-		return nil, err
+		return rec, err
 	case len(now) == 0:
 		v.skip("NVLink error counters not supported")
-		return nil, nil
+		return rec, nil
 	}
 	c.judgeNVLinkCounters(v, now, prev)
-	return now, nil
+	rec.counters = now
+	return rec, nil
+}
+
+// migEnabled reports whether the GPU is in MIG mode now. A GPU that cannot
+// say (pre-Ampere: NOT_SUPPORTED; any other answer) is taken as not: its
+// links are judged as usual, and gpu.config reports the MIG mode.
+func migEnabled(ctx context.Context, g GPU) (bool, error) {
+	type mode struct{ current, pending int }
+	m, ret, err := Call(ctx, func() (mode, nvml.Return) {
+		cur, pending, ret := g.Device.GetMigMode()
+		return mode{cur, pending}, ret
+	})
+	return ret == nvml.SUCCESS && m.current == nvml.DEVICE_MIG_ENABLE, err
 }
 
 // linkScan is what GetNvLinkState showed for links 0..NVLINK_MAX_LINKS-1.
@@ -166,24 +224,51 @@ func scanNVLinks(ctx context.Context, v *gpuVerdict) (linkScan, bool, error) {
 	return ls, true, nil
 }
 
-// expected is how many links must be active: the configured count, or with
-// -1 the links the GPU reports, but no fewer than its part has.
-func (c *nvlink) expected(g GPU, ls linkScan) int {
-	if c.cfg.ExpectedLinks >= 0 {
-		return c.cfg.ExpectedLinks
-	}
-	return max(len(ls.exist), KnownNVLinks(g.Name))
-}
-
 // judgeNVLinkState passes, or fails naming the links that are not active.
-func (c *nvlink) judgeNVLinkState(v *gpuVerdict, ls linkScan) {
-	want := c.expected(v.g, ls)
-	active := 0
-	for _, on := range ls.active {
-		if on {
-			active++
+// With expected_links set, that many links must be active. With -1 a GPU
+// must have at least as many active as its part has (knownNVLinks), and
+// as many as it was ever seen with (seen); a part gpuhc does not know
+// that has no link active and never had one has no NVLink connected (a
+// PCIe card without a bridge) and SKIPs, connected false. It returns the
+// record of the most links seen active to keep for the next run.
+func (c *nvlink) judgeNVLinkState(v *gpuVerdict, ls linkScan, seen activeLinks) (rec *activeLinks, connected bool) {
+	var active []int
+	for _, l := range ls.exist {
+		if ls.active[l] {
+			active = append(active, l)
 		}
 	}
+	rec = &seen
+	if len(active) >= seen.Max {
+		rec = &activeLinks{Max: len(active), Links: active}
+	}
+	if c.cfg.ExpectedLinks >= 0 {
+		c.judgeLinkCount(v, ls, len(active), c.cfg.ExpectedLinks, nil)
+		return rec, true
+	}
+	known := KnownNVLinks(v.g.Name)
+	want := max(known, seen.Max)
+	if len(active) == 0 && want == 0 {
+		v.skip("no NVLink connected")
+		return nil, false
+	}
+	if len(active) >= want {
+		v.pass("%d of %d NVLinks active", len(active), len(ls.exist))
+		return rec, true
+	}
+	var before []int
+	if seen.Max > known {
+		before = seen.Links
+	}
+	c.judgeLinkCount(v, ls, len(active), want, before)
+	return rec, true
+}
+
+// judgeLinkCount passes with at least want links active, or fails naming
+// the links that are down: those of before that are no longer active
+// (the links of the most ever seen active), else every link up to want or
+// the last link NVML reports that is not active.
+func (c *nvlink) judgeLinkCount(v *gpuVerdict, ls linkScan, active, want int, before []int) {
 	switch {
 	case active == want:
 		v.pass("%d of %d NVLinks active", active, want)
@@ -192,17 +277,28 @@ func (c *nvlink) judgeNVLinkState(v *gpuVerdict, ls linkScan) {
 		v.pass("%d NVLinks active (%d expected)", active, want)
 		return
 	}
-	// Links past the last one NVML reports are missing, not merely down.
-	top := max(want, ls.exist[len(ls.exist)-1]+1)
 	var down []int
-	for l := 0; l < top; l++ {
+	for _, l := range before {
 		if !ls.active[l] {
 			down = append(down, l)
+		}
+	}
+	if len(down) == 0 {
+		// Links past the last one NVML reports are missing, not merely down.
+		top := max(want, ls.exist[len(ls.exist)-1]+1)
+		for l := 0; l < top; l++ {
+			if !ls.active[l] {
+				down = append(down, l)
+			}
 		}
 	}
 	noun := "NVLink"
 	if len(down) > 1 {
 		noun = "NVLinks"
+	}
+	if before != nil {
+		v.fail(check.ActionDrain, "%s %s inactive (%d active, %d seen before)", noun, linkRanges(down), active, want)
+		return
 	}
 	v.fail(check.ActionDrain, "%s %s inactive (%d of %d active)", noun, linkRanges(down), active, want)
 }

@@ -39,7 +39,7 @@ func checkEnv(cfg config.Config, o options) (catalog.Env, error) {
 	st.Path = filepath.Join(cfg.StateDir, "simulated")
 	return catalog.Env{
 		GPU:   gpu.NewNode(m.Server, cfg.Root, g.Count.Expected, o.simulate, gpu.WithBus(m.OnBus)),
-		Kmsg:  xid.SliceSource(m.Kmsg, m.BootID),
+		Kmsg:  xid.SimulatedSource(m.Kmsg, m.BootID, m.KmsgWatchedFrom()),
 		State: st,
 	}, nil
 }

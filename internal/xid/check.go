@@ -9,8 +9,10 @@ package xid
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -35,25 +37,40 @@ type xidCheck struct {
 // off the bus must FAIL whatever NVML says); c's drain and warn lists
 // classify XIDs; st keeps the cursor and the boot's drain-class XIDs
 // (never written when st.ReadOnly, as in a dry run); src is the kernel log
-// (KmsgSource on a node, SliceSource under --simulate).
+// (KmsgSource on a node, SimulatedSource under --simulate).
 func New(n *gpu.Node, c config.XID, st statefile.Dir, src Source) check.Check {
 	return &xidCheck{node: n, table: NewTable(c), dir: st, src: src}
 }
 
 func (c *xidCheck) Name() string { return Name }
 
+// Messages of a run that found nothing to report.
+const (
+	msgNone    = "no XIDs"
+	msgStarted = "XID cursor started at the end of the kernel log"
+)
+
 // Run reads the log since the cursor and reports one result per GPU: the
-// worst of its new XIDs, else the boot's drain-class XID, else OK.
+// worst of its new XIDs, else the boot's drain-class XID, else OK. With no
+// record for this boot to go on from, it only puts the cursor at the end
+// of the log (see state).
 func (c *xidCheck) Run(ctx context.Context) []check.Result {
 	ctx, cancel := check.FinishEarly(ctx)
 	defer cancel()
 	var problems []string
-	st, err := c.load()
+	st, fresh, err := c.load()
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("cannot read the XID cursor, reading the kernel log from the start: %v", err))
 	}
-	batch, err := c.src.Records(ctx, st.Next)
-	if err == nil && st.restarted(batch) {
+	if w, ok := c.src.(watchedSource); ok && fresh {
+		st.Next, fresh = w.watchedFrom(), false
+	}
+	from := st.Next
+	if fresh {
+		from = math.MaxUint64 // only find the end
+	}
+	batch, err := c.src.Records(ctx, from)
+	if err == nil && !fresh && st.restarted(batch) {
 		if st.BootID == "" {
 			st = newState("")
 		}
@@ -66,17 +83,35 @@ func (c *xidCheck) Run(ctx context.Context) []check.Result {
 		// nothing to say about GPUs, and may not even be readable here.
 		return []check.Result{{Check: Name, Component: "host", Status: check.Skip, Message: "no NVIDIA GPU on this node"}}
 	}
+	if err == nil && fresh && !batch.Complete {
+		// The next run would take records before the true end for new.
+		err = errors.New("it could not be read to its end in time; the XID cursor starts on the next run")
+	}
 	if err != nil {
 		// Could not check; but a GPU already known to be broken this boot
 		// stays broken.
 		problems = append(problems, fmt.Sprintf("cannot read the kernel log: %v", err))
-		return withProblems(problems, c.judge(st, inv, invErr, nil, false))
+		return withProblems(problems, c.judge(st, inv, invErr, nil, false, msgNone))
 	}
-	events, hold := Events(batch.Records)
-	st.advance(batch, hold)
-	results := c.judge(st, inv, invErr, events, true)
+	none := msgNone
+	var events []Event
+	if fresh {
+		if batch.Seen > 0 {
+			st.Next = batch.Newest + 1
+		}
+		none = msgStarted
+	} else {
+		var hold *uint64
+		events, hold = Events(batch.Records)
+		st.advance(batch, hold)
+	}
+	results := c.judge(st, inv, invErr, events, true, none)
 	if err := c.dir.Save(stateFile, st); err != nil {
-		problems = append(problems, fmt.Sprintf("cannot save the XID cursor, these XIDs will be reported again: %v", err))
+		consequence := "these XIDs will be reported again"
+		if fresh {
+			consequence = "the next run starts at the end of the log again"
+		}
+		problems = append(problems, fmt.Sprintf("cannot save the XID cursor, %s: %v", consequence, err))
 	}
 	return withProblems(problems, results)
 }
@@ -96,19 +131,27 @@ func withProblems(problems []string, results []check.Result) []check.Result {
 	return out
 }
 
-// load reads the saved state, starting afresh on a new boot or a corrupt
-// record. A record that cannot be read at all is an error to report.
-func (c *xidCheck) load() (*state, error) {
+// load reads the saved state. fresh is true when there is none to go on
+// from: no record (a first run, or the file was deleted) or a corrupt
+// one; the cursor then starts at the end of the log. A record of another
+// boot starts the new boot's log from its beginning; a record that cannot
+// be read at all is an error to report, and the log is read from its
+// beginning too.
+func (c *xidCheck) load() (st *state, fresh bool, err error) {
 	boot := c.src.BootID()
-	var st state
-	err := c.dir.Load(stateFile, &st)
+	var raw json.RawMessage
+	err = c.dir.Load(stateFile, &raw)
 	if err != nil && !errors.Is(err, statefile.ErrCorrupt) {
-		return newState(boot), err
+		return newState(boot), false, err
 	}
-	if err != nil || st.BootID != boot {
-		return newState(boot), nil
+	var saved state
+	if err != nil || raw == nil || json.Unmarshal(raw, &saved) != nil {
+		return newState(boot), true, nil
 	}
-	return &st, nil
+	if saved.BootID != boot {
+		return newState(boot), false, nil
+	}
+	return &saved, false, nil
 }
 
 func (c *xidCheck) inventory(ctx context.Context) (*gpu.Inventory, error) {
@@ -120,7 +163,8 @@ func (c *xidCheck) inventory(ctx context.Context) (*gpu.Inventory, error) {
 
 // judge builds the results and updates st with this run's events. With
 // read false (the log could not be read) it only repeats sticky FAILs.
-func (c *xidCheck) judge(st *state, inv *gpu.Inventory, invErr error, events []Event, read bool) []check.Result {
+// none is the message of a GPU with nothing to report.
+func (c *xidCheck) judge(st *state, inv *gpu.Inventory, invErr error, events []Event, read bool, none string) []check.Result {
 	byPCI := map[string][]Event{}
 	for _, e := range events {
 		if c.table.Class(e.XID) != Ignore {
@@ -132,14 +176,14 @@ func (c *xidCheck) judge(st *state, inv *gpu.Inventory, invErr error, events []E
 	if inv != nil && invErr == nil {
 		for _, g := range inv.GPUs {
 			known[g.PCIBusID] = true
-			r, ok := c.verdict(st, g.PCIBusID, byPCI[g.PCIBusID], &g, read)
+			r, ok := c.verdict(st, g.PCIBusID, byPCI[g.PCIBusID], &g, read, none)
 			if ok {
 				out = append(out, r)
 			}
 		}
 	}
 	for _, pci := range unknownPCIs(st, byPCI, known) {
-		if r, ok := c.verdict(st, pci, byPCI[pci], nil, read); ok {
+		if r, ok := c.verdict(st, pci, byPCI[pci], nil, read, none); ok {
 			out = append(out, r)
 		}
 	}
@@ -147,7 +191,7 @@ func (c *xidCheck) judge(st *state, inv *gpu.Inventory, invErr error, events []E
 		if errors.Is(invErr, gpu.ErrNoGPUs) {
 			return []check.Result{{Component: "host", Status: check.Skip, Message: "no NVIDIA GPU on this node"}}
 		}
-		return []check.Result{{Component: "host", Status: check.OK, Message: "no XIDs"}}
+		return []check.Result{{Component: "host", Status: check.OK, Message: none}}
 	}
 	return out
 }
@@ -177,7 +221,7 @@ func unknownPCIs(st *state, byPCI map[string][]Event, known map[string]bool) []s
 // verdict is one GPU's result; g is nil for a PCI address NVML does not
 // list, which is named by the address (the index would be wrong: indices
 // shift when a GPU drops out) and the serial it last had.
-func (c *xidCheck) verdict(st *state, pci string, events []Event, g *gpu.GPU, read bool) (check.Result, bool) {
+func (c *xidCheck) verdict(st *state, pci string, events []Event, g *gpu.GPU, read bool, none string) (check.Result, bool) {
 	gs := st.GPUs[pci]
 	if len(events) > 0 {
 		gs = st.gpu(pci)
@@ -204,7 +248,7 @@ func (c *xidCheck) verdict(st *state, pci string, events []Event, g *gpu.GPU, re
 	case gs != nil && gs.Count > 0:
 		r.Status, r.Message = check.OK, fmt.Sprintf("no new XIDs (%d this boot)", gs.Count)
 	default:
-		r.Status, r.Message = check.OK, "no XIDs"
+		r.Status, r.Message = check.OK, none
 	}
 	return r, true
 }

@@ -44,6 +44,10 @@ func newCheck(m *sim.Machine, c config.XID, dir statefile.Dir, src Source) check
 
 func defaults() config.XID { return config.Default().Checks.GPU.XID }
 
+// simSrc is m's kernel log as --simulate reads it: gpuhc watched it since
+// boot, so that the injected XIDs are new even without a cursor yet.
+func simSrc(m *sim.Machine) Source { return SimulatedSource(m.Kmsg, m.BootID, m.KmsgWatchedFrom()) }
+
 func run(c check.Check) []check.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
@@ -187,7 +191,7 @@ func TestSimulators(t *testing.T) {
 		} {
 			t.Run(model+"/"+tc.name, func(t *testing.T) {
 				m := machine(t, model, tc.inject...)
-				c := newCheck(m, defaults(), statefile.Dir{Path: t.TempDir()}, SliceSource(m.Kmsg, m.BootID))
+				c := newCheck(m, defaults(), statefile.Dir{Path: t.TempDir()}, simSrc(m))
 				if c.Name() != "gpu.xid" {
 					t.Fatal(c.Name())
 				}
@@ -230,7 +234,7 @@ func expectPCI(t *testing.T, m *sim.Machine, got []check.Result, wants ...[]want
 // The drain reason an admin reads, built by the policy from the result.
 func TestReason(t *testing.T) {
 	m := machine(t, "dgxh100", "gpu3:xid=79")
-	rs := run(newCheck(m, defaults(), statefile.Dir{Path: t.TempDir()}, SliceSource(m.Kmsg, m.BootID)))
+	rs := run(newCheck(m, defaults(), statefile.Dir{Path: t.TempDir()}, simSrc(m)))
 	for i := range rs {
 		rs[i].Check = Name
 	}
@@ -247,8 +251,21 @@ func TestReason(t *testing.T) {
 	}
 }
 
-// Each XID is acted on by exactly one run; a drain-class XID keeps the
-// GPU failed for the rest of the boot; a reboot starts afresh.
+// started are the OK results of a run that only put the cursor at the end
+// of the log, for GPUs from to to-1.
+func started(from, to int) []want {
+	var out []want
+	for i := from; i < to; i++ {
+		out = append(out, okMsg(i, msgStarted))
+	}
+	return out
+}
+
+// A first run (no record) starts the cursor at the end of the log: the
+// XIDs already there, from earlier in this boot, are not acted on. After
+// it each XID is acted on by exactly one run; a drain-class XID keeps the
+// GPU failed for the rest of the boot; a reboot reads the new boot's log
+// from its start.
 func TestCursorAcrossRuns(t *testing.T) {
 	dir := statefile.Dir{Path: t.TempDir()}
 	const boot = "5e1a7ed0-0000-4000-8000-0000000000aa"
@@ -257,28 +274,42 @@ func TestCursorAcrossRuns(t *testing.T) {
 		expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, boot))), wants...)
 	}
 
+	// gpuhc installed on a node whose GPUs had XIDs earlier this boot
+	// (maybe cured since by a GPU reset): nothing to act on.
 	m := machine(t, "dgxh100", "gpu1:xid=13", "gpu3:xid=79")
+	step(t, m, boot, started(0, 8))
+	var st state
+	if err := dir.Load(stateFile, &st); err != nil || st.BootID != boot || st.Next != uint64(len(m.Kmsg)) || len(st.GPUs) != 0 {
+		t.Fatalf("state after the first run: %+v, %v", st, err)
+	}
+
+	// A restart (the next run of the binary): the same log, nothing new.
+	step(t, m, boot, oks(0, 8))
+
+	// New XIDs after the cursor: only they are counted.
+	m = machine(t, "dgxh100", "gpu1:xid=13", "gpu3:xid=79", "gpu1:xid=13", "gpu3:xid=79")
 	xid79 := []want{{"gpu3", check.Fail, check.ActionReboot, "XID 79 GPU has fallen off the bus", 3, 3}}
 	step(t, m, boot, oks(0, 1), []want{{"gpu1", check.Warn, "", "XID 13 graphics engine exception (1 this boot)", 1, 1}}, oks(2, 3), xid79, oks(4, 8))
 
-	// A restart (the next run of the binary): the same log, nothing new.
-	// XID 13 is not counted again; XID 79 still fails, word for word.
+	// Nothing new: XID 13 is not counted again; XID 79 still fails, word
+	// for word.
 	step(t, m, boot, oks(0, 1), []want{okMsg(1, "no new XIDs (1 this boot)")}, oks(2, 3), xid79, oks(4, 8))
 
-	// New XIDs after the cursor: only they are counted.
-	m = machine(t, "dgxh100", "gpu1:xid=13", "gpu3:xid=79", "gpu1:xid=31", "gpu6:xid=43")
+	// More XIDs after the cursor: only they are counted.
+	m = machine(t, "dgxh100", "gpu1:xid=13", "gpu3:xid=79", "gpu1:xid=13", "gpu3:xid=79", "gpu1:xid=31", "gpu6:xid=43")
 	step(t, m, boot, oks(0, 1), []want{{"gpu1", check.Warn, "", "XID 31 GPU memory page fault (2 this boot)", 1, 1}}, oks(2, 3), xid79,
 		oks(4, 6), []want{{"gpu6", check.Warn, "", "XID 43 GPU stopped processing (1 this boot)", 6, 6}}, oks(7, 8))
 
 	// A milder XID on the failed GPU (a smaller action) leaves its reason
 	// as it was.
-	m = machine(t, "dgxh100", "gpu1:xid=13", "gpu3:xid=79", "gpu1:xid=31", "gpu6:xid=43", "gpu3:xid=13", "gpu3:xid=48")
+	m = machine(t, "dgxh100", "gpu1:xid=13", "gpu3:xid=79", "gpu1:xid=13", "gpu3:xid=79", "gpu1:xid=31", "gpu6:xid=43", "gpu3:xid=13", "gpu3:xid=48")
 	step(t, m, boot, oks(0, 1), []want{okMsg(1, "no new XIDs (2 this boot)")}, oks(2, 3), xid79,
 		oks(4, 6), []want{okMsg(6, "no new XIDs (1 this boot)")}, oks(7, 8))
 
 	// Reboot: a new boot id, and the kernel's sequence numbers start
 	// again. The old boot's XIDs are gone from the log and from the state;
-	// the new boot's log is read from its start.
+	// the new boot's log is read from its start, XIDs from before the
+	// first run included: the previous boot's record says gpuhc watched.
 	const boot2 = "5e1a7ed0-0000-4000-8000-0000000000bb"
 	m = machine(t, "dgxh100", "gpu5:xid=48")
 	xid48 := []want{{"gpu5", check.Fail, check.ActionResetGPU, "XID 48 double-bit ECC error", 5, 5}}
@@ -295,11 +326,67 @@ func TestCursorAcrossRuns(t *testing.T) {
 	step(t, machine(t, "dgxh100"), "5e1a7ed0-0000-4000-8000-0000000000cc", oks(0, 8))
 }
 
-// Without a boot id the cursor still survives restarts, and a log whose
-// sequence numbers went back (a reboot) is read from its start.
+// After `nvidia-smi -r` cured a GPU, its sticky FAIL is cleared by
+// deleting the state file: the next run starts at the end of the log, so
+// the XID still in the kernel's buffer does not drain the node again; an
+// XID after that run is acted on. Deleting only the GPU's entry under
+// "gpus" does the same and keeps the cursor.
+func TestClearStickyAfterReset(t *testing.T) {
+	path := t.TempDir()
+	dir := statefile.Dir{Path: path}
+	m := machine(t, "dgxb200", "gpu4:xid=95")
+	xid95 := []want{{"gpu4", check.Fail, check.ActionResetGPU, "XID 95 uncontained ECC error", 4, 4}}
+	expect(t, m, run(newCheck(m, defaults(), dir, simSrc(m))), oks(0, 4), xid95, oks(5, 8))
+	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, m.BootID))), oks(0, 4), xid95, oks(5, 8))
+
+	if err := os.Remove(filepath.Join(path, stateFile)); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, m.BootID))), started(0, 8))
+	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, m.BootID))), oks(0, 8))
+
+	// The GPU fails again: a new XID.
+	m = machine(t, "dgxb200", "gpu4:xid=95", "gpu4:xid=95")
+	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, m.BootID))), oks(0, 4), xid95, oks(5, 8))
+
+	// Only the GPU's entry.
+	var st state
+	if err := dir.Load(stateFile, &st); err != nil || st.GPUs[m.Model.PCIBusID(4)] == nil {
+		t.Fatalf("state %+v, %v", st, err)
+	}
+	delete(st.GPUs, m.Model.PCIBusID(4))
+	if err := dir.Save(stateFile, st); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, m.BootID))), oks(0, 8))
+}
+
+// A first run that cannot read the log to its end in time does not start
+// the cursor, which would take the rest of the log for new next time.
+func TestFirstRunIncomplete(t *testing.T) {
+	m := machine(t, "dgxh100", "gpu3:xid=79")
+	dir := statefile.Dir{Path: t.TempDir()}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rs := newCheck(m, defaults(), dir, SliceSource(m.Kmsg, m.BootID)).Run(ctx)
+	if len(rs) != 1 || rs[0].Component != "host" || rs[0].Status != check.Error ||
+		rs[0].Message != "cannot read the kernel log: it could not be read to its end in time; the XID cursor starts on the next run" {
+		t.Fatalf("incomplete first read: %v", summary(rs))
+	}
+	var st state
+	if err := dir.Load(stateFile, &st); err != nil || st.BootID != "" || st.Next != 0 {
+		t.Errorf("saved %+v, %v", st, err)
+	}
+}
+
+// Without a boot id the cursor still starts at the end of the log and
+// survives restarts, and a log whose sequence numbers went back (a
+// reboot) is read from its start.
 func TestCursorWithoutBootID(t *testing.T) {
 	dir := statefile.Dir{Path: t.TempDir()}
 	m := machine(t, "dgxa100", "gpu2:xid=62")
+	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, ""))), started(0, 8))
+	m = machine(t, "dgxa100", "gpu2:xid=62", "gpu2:xid=62")
 	xid62 := []want{{"gpu2", check.Fail, check.ActionResetGPU, "XID 62 internal micro-controller halt", 2, 2}}
 	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, ""))), oks(0, 2), xid62, oks(3, 8))
 	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, ""))), oks(0, 2), xid62, oks(3, 8))
@@ -322,7 +409,7 @@ func TestDryRunSavesNothing(t *testing.T) {
 	dir := statefile.Dir{Path: path, ReadOnly: true}
 	m := machine(t, "dgxb200", "gpu0:xid=79")
 	for range 2 {
-		expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, m.BootID))),
+		expect(t, m, run(newCheck(m, defaults(), dir, simSrc(m))),
 			[]want{{"gpu0", check.Fail, check.ActionReboot, "XID 79 GPU has fallen off the bus", 0, 0}}, oks(1, 8))
 	}
 	if _, err := os.Stat(filepath.Join(path, stateFile)); !os.IsNotExist(err) {
@@ -338,7 +425,7 @@ func TestSplitLineAcrossRuns(t *testing.T) {
 	n := uint64(len(m.Kmsg))
 	first := append(append([]string(nil), m.Kmsg...), fmt.Sprintf("4,%d,7200000000,-;NVRM: Xid (PCI:0000:9a:00): ", n))
 	warn := []want{{"gpu4", check.Warn, "", "XID 13 graphics engine exception (1 this boot)", 4, 4}}
-	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(first, m.BootID))), oks(0, 4), warn, oks(5, 8))
+	expect(t, m, run(newCheck(m, defaults(), dir, SimulatedSource(first, m.BootID, m.KmsgWatchedFrom()))), oks(0, 4), warn, oks(5, 8))
 	var st state
 	if err := dir.Load(stateFile, &st); err != nil || st.Next != n {
 		t.Fatalf("cursor %d (%v), want it held on the unfinished line %d", st.Next, err, n)
@@ -361,14 +448,14 @@ func TestConfigOverride(t *testing.T) {
 	c.Drain = []int{13, 79}
 	c.Warn = []int{48}
 	m := machine(t, "dgxh100", "gpu0:xid=13", "gpu1:xid=48", "gpu2:xid=95", "gpu3:xid=79")
-	expect(t, m, run(newCheck(m, c, statefile.Dir{Path: t.TempDir()}, SliceSource(m.Kmsg, m.BootID))),
+	expect(t, m, run(newCheck(m, c, statefile.Dir{Path: t.TempDir()}, simSrc(m))),
 		[]want{{"gpu0", check.Fail, check.ActionDrain, "XID 13 graphics engine exception", 0, 0},
 			{"gpu1", check.Warn, "", "XID 48 double-bit ECC error (1 this boot)", 1, 1}, ok(2),
 			{"gpu3", check.Fail, check.ActionReboot, "XID 79 GPU has fallen off the bus", 3, 3}}, oks(4, 8))
 
 	c.Drain, c.Warn = []int{300}, nil
 	m = machine(t, "dgxh100", "gpu7:xid=300", "gpu6:xid=79")
-	expect(t, m, run(newCheck(m, c, statefile.Dir{Path: t.TempDir()}, SliceSource(m.Kmsg, m.BootID))),
+	expect(t, m, run(newCheck(m, c, statefile.Dir{Path: t.TempDir()}, simSrc(m))),
 		oks(0, 7), []want{{"gpu7", check.Fail, check.ActionDrain, "XID 300 unlisted XID", 7, 7}})
 }
 
@@ -387,7 +474,7 @@ func TestUnreadableLog(t *testing.T) {
 	dir := statefile.Dir{Path: t.TempDir()}
 	m = machine(t, "dgxh100", "gpu3:xid=79")
 	mustWrite(t, filepath.Join(root, "proc/sys/kernel/random/boot_id"), m.BootID+"\n")
-	run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, m.BootID)))
+	run(newCheck(m, defaults(), dir, simSrc(m)))
 	expect(t, m, run(newCheck(m, defaults(), dir, KmsgSource(root, "/dev/kmsg"))),
 		[]want{{"host", check.Error, "", fmt.Sprintf("cannot read the kernel log: open %s/dev/kmsg: no such file or directory", root), -1, -1},
 			{"gpu3", check.Fail, check.ActionReboot, "XID 79 GPU has fallen off the bus", 3, 3}})
@@ -396,7 +483,20 @@ func TestUnreadableLog(t *testing.T) {
 // The kmsg source on a captured dump, through the whole check: the
 // fixture's GPUs are not the simulator's, so everything is by PCI address.
 func TestDumpThroughCheck(t *testing.T) {
-	c := New(nil, defaults(), statefile.Dir{Path: t.TempDir()}, KmsgSource("", "testdata/kmsg-h100.txt"))
+	dir := statefile.Dir{Path: t.TempDir()}
+	c := New(nil, defaults(), dir, KmsgSource("", "testdata/kmsg-h100.txt"))
+	// No record: the cursor starts at the end of the dump.
+	if got := fmt.Sprint(summary(run(c))); got != "[host OK none "+msgStarted+"]" {
+		t.Errorf("first run: %s", got)
+	}
+	var st state
+	if err := dir.Load(stateFile, &st); err != nil || st.Next == 0 {
+		t.Fatalf("cursor %+v, %v", st, err)
+	}
+	// A record from the start of this (unknown) boot: the whole dump.
+	if err := dir.Save(stateFile, newState("")); err != nil {
+		t.Fatal(err)
+	}
 	rs := run(c)
 	got := fmt.Sprint(summary(rs))
 	want := "[0000:2a:00.0 WARN none XID 94 contained ECC error (+1 more XIDs, 2 this boot) 0000:5d:00.0 FAIL reboot XID 79 GPU has fallen off the bus]"
@@ -421,10 +521,17 @@ func TestStateTrouble(t *testing.T) {
 	m := machine(t, "dgxh100", "gpu3:xid=79")
 	fail79 := []want{{"gpu3", check.Fail, check.ActionReboot, "XID 79 GPU has fallen off the bus", 3, 3}}
 
-	// A corrupt record: start afresh (the XID is reported again).
-	path := t.TempDir()
-	mustWrite(t, filepath.Join(path, stateFile), "{not json")
-	expect(t, m, run(newCheck(m, defaults(), statefile.Dir{Path: path}, SliceSource(m.Kmsg, m.BootID))), oks(0, 3), fail79, oks(4, 8))
+	// A corrupt record, or one of the wrong shape: start afresh, at the
+	// end of the log (the XID is not reported again).
+	for _, bad := range []string{"{not json", `{"next_seq": "x"}`, "[]"} {
+		path := t.TempDir()
+		mustWrite(t, filepath.Join(path, stateFile), bad)
+		expect(t, m, run(newCheck(m, defaults(), statefile.Dir{Path: path}, SliceSource(m.Kmsg, m.BootID))), started(0, 8))
+		var st state
+		if err := (statefile.Dir{Path: path}).Load(stateFile, &st); err != nil || st.BootID != m.BootID || st.Next != uint64(len(m.Kmsg)) {
+			t.Errorf("%s: state after %+v, %v", bad, st, err)
+		}
+	}
 
 	// A state directory that cannot be written: say so, as ERROR.
 	notDir := filepath.Join(t.TempDir(), "file")
@@ -456,11 +563,11 @@ func TestNoGPUs(t *testing.T) {
 func TestStickyGPUDropsOut(t *testing.T) {
 	dir := statefile.Dir{Path: t.TempDir()}
 	m := machine(t, "dgxh100", "gpu3:xid=79")
-	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, m.BootID))), oks(0, 3),
+	expect(t, m, run(newCheck(m, defaults(), dir, simSrc(m))), oks(0, 3),
 		[]want{{"gpu3", check.Fail, check.ActionReboot, "XID 79 GPU has fallen off the bus", 3, 3}}, oks(4, 8))
 
 	gone := machine(t, "dgxh100", "gpu3:xid=79", "gpu3:missing")
-	rs := run(newCheck(gone, defaults(), dir, SliceSource(gone.Kmsg, gone.BootID)))
+	rs := run(newCheck(gone, defaults(), dir, simSrc(gone)))
 	last := rs[len(rs)-1]
 	last.Check = Name
 	if got, want := policy.Reason([]check.Result{last}), "gpuhc: gpu.xid: 0000:5d:00.0 (SN 1654922000003): XID 79 GPU has fallen off the bus"; got != want {
@@ -506,6 +613,13 @@ func TestSimulatedKmsg(t *testing.T) {
 		healthy, _ := Events(mustRecords(t, machine(t, model)))
 		if len(healthy) != 0 {
 			t.Errorf("%s: healthy machine logs XIDs: %s", model, dumpEvents(healthy))
+		}
+		// The boot's messages come before the injected XIDs.
+		if w := m.KmsgWatchedFrom(); w != uint64(len(m.Kmsg)-2) {
+			t.Errorf("%s: watched from %d, want %d", model, w, len(m.Kmsg)-2)
+		}
+		if h := machine(t, model); h.KmsgWatchedFrom() != uint64(len(h.Kmsg)) || len(h.Kmsg) != len(m.Kmsg)-2 {
+			t.Errorf("%s: healthy log watched from %d of %d", model, h.KmsgWatchedFrom(), len(h.Kmsg))
 		}
 	}
 	for _, bad := range []string{"gpu0:xid", "gpu0:xid=0", "gpu0:xid=1000", "gpu0:xid=79x", "gpu8:xid=79"} {

@@ -207,7 +207,9 @@ type sliceSource struct {
 
 // SliceSource serves records given as /dev/kmsg strings
 // ("3,1042,5123456,-;NVRM: Xid (PCI:0000:4e:00): 79, ..."), such as a
-// simulated machine's Kmsg, under bootID.
+// simulated machine's Kmsg, under bootID. Like /dev/kmsg, it holds the
+// boot's log whether or not gpuhc watched it: with no state record the
+// check starts at its end (see SimulatedSource for a fire drill).
 func SliceSource(records []string, bootID string) Source {
 	return &sliceSource{records: records, bootID: bootID}
 }
@@ -225,3 +227,28 @@ func (s *sliceSource) Records(ctx context.Context, from uint64) (Batch, error) {
 	}
 	return b, nil
 }
+
+// watchedSource is a log gpuhc is taken to have been watching from a
+// given record on: with no state record, the cursor starts there instead
+// of at the end of the log.
+type watchedSource interface {
+	watchedFrom() uint64
+}
+
+type simulatedSource struct {
+	sliceSource
+	from uint64
+}
+
+// SimulatedSource is SliceSource for a simulated node on which gpuhc is
+// taken to have run since boot: the records before seq from (the boot's
+// messages) were read by runs the simulation stands for, and those from
+// it on (the injected XIDs) are new. Without it a fire drill's first run,
+// whose state directory has no cursor yet, would start at the end of the
+// log and never see the XIDs injected into it. With a cursor recorded,
+// it is SliceSource.
+func SimulatedSource(records []string, bootID string, from uint64) Source {
+	return &simulatedSource{sliceSource{records: records, bootID: bootID}, from}
+}
+
+func (s *simulatedSource) watchedFrom() uint64 { return s.from }

@@ -25,7 +25,17 @@ import (
 //	gpuN:nvlink-replay=[L:]V       likewise the replay counter
 //	gpuN:nvlink-recovery=[L:]V     likewise the recovery counter
 //	gpuN:nvlink-counters=unsupported  error counters ERROR_NOT_SUPPORTED (newer drivers, B200)
-//	gpuN:nvlink=unsupported        a PCIe SKU: no link at all
+//	gpuN:nvlink=unsupported        a PCIe SKU whose driver reports no link at all
+//	gpuN:nvlink=inactive           every link exists, none active: a PCIe card
+//	                               without an NVLink bridge (A100 PCIe, H100 PCIe)
+//	gpuN:nvlink-active=K           links 0..K-1 active, the others inactive
+//	                               (a bridge joining K links; 0 to the model's count)
+//	gpuN:name=NAME                 nvmlDeviceGetName answers NAME, e.g.
+//	                               "NVIDIA A100-PCIE-40GB": a part the checks'
+//	                               table of SXM link counts does not list
+//
+// A PCIe card is "gpuN:name=NVIDIA A100-PCIE-40GB,gpuN:nvlink=inactive"
+// (or nvlink-active=4 with a bridge).
 var nvlinkPart = part{
 	name:     "nvlink",
 	defaults: nvlinkDefaults,
@@ -36,6 +46,8 @@ var nvlinkPart = part{
 		"nvlink-recovery": counterFault(nvml.NVLINK_ERROR_DL_RECOVERY),
 		"nvlink-counters": faultNVLinkCounters,
 		"nvlink":          faultNVLink,
+		"nvlink-active":   faultNVLinkActive,
+		"name":            faultName,
 	},
 }
 
@@ -124,11 +136,16 @@ func faultNVLinkCounters(m *Machine, d *server.Device, i int, value string) erro
 }
 
 // faultNVLink "nvlink=unsupported": a PCIe SKU, on which NVML answers
-// ERROR_NOT_SUPPORTED for every link. The fabric is a separate fault
-// (fabric=unsupported).
+// ERROR_NOT_SUPPORTED for every link. "nvlink=inactive": a PCIe card
+// without a bridge, which reports every link it has, none active. The
+// fabric is a separate fault (fabric=unsupported).
 func faultNVLink(m *Machine, d *server.Device, i int, value string) error {
-	if value != "unsupported" {
-		return fmt.Errorf("want unsupported, got %q", value)
+	switch value {
+	case "inactive":
+		return faultNVLinkActive(m, d, i, "0")
+	case "unsupported":
+	default:
+		return fmt.Errorf("want unsupported or inactive, got %q", value)
 	}
 	d.GetNvLinkStateFunc = func(l int) (nvml.EnableState, nvml.Return) {
 		return nvml.FEATURE_DISABLED, linkExists(l, 0)
@@ -136,6 +153,33 @@ func faultNVLink(m *Machine, d *server.Device, i int, value string) error {
 	d.GetNvLinkErrorCounterFunc = func(l int, _ nvml.NvLinkErrorCounter) (uint64, nvml.Return) {
 		return 0, linkExists(l, 0)
 	}
+	return nil
+}
+
+// faultNVLinkActive "nvlink-active=K": links 0..K-1 stay as they were,
+// the others exist but are inactive.
+func faultNVLinkActive(m *Machine, d *server.Device, i int, value string) error {
+	k, err := strconv.Atoi(value)
+	if err != nil || k < 0 || k > m.Model.NVLinks {
+		return fmt.Errorf("want a link count 0 to %d, got %q", m.Model.NVLinks, value)
+	}
+	prev := d.GetNvLinkStateFunc
+	d.GetNvLinkStateFunc = func(n int) (nvml.EnableState, nvml.Return) {
+		st, ret := prev(n)
+		if n >= k && ret == nvml.SUCCESS {
+			return nvml.FEATURE_DISABLED, ret
+		}
+		return st, ret
+	}
+	return nil
+}
+
+// faultName "name=NAME": the GPU's name as NVML gives it.
+func faultName(m *Machine, d *server.Device, i int, value string) error {
+	if value == "" {
+		return fmt.Errorf("want a GPU name, e.g. %q", "NVIDIA A100-PCIE-40GB")
+	}
+	d.GetNameFunc = func() (string, nvml.Return) { return value, nvml.SUCCESS }
 	return nil
 }
 

@@ -9,9 +9,9 @@ import (
 )
 
 // xidPart: the simulated node's kernel log (Machine.Kmsg), read by
-// gpu.xid through xid.SliceSource(m.Kmsg, m.BootID). Healthy, it holds
-// the boot messages a DGX logs around the NVIDIA driver, none an XID;
-// "gpuN:xid=79" appends the driver's XID line for that GPU.
+// gpu.xid through xid.SimulatedSource(m.Kmsg, m.BootID, m.KmsgWatchedFrom()).
+// Healthy, it holds the boot messages a DGX logs around the NVIDIA driver,
+// none an XID; "gpuN:xid=79" appends the driver's XID line for that GPU.
 var xidPart = part{
 	name:     "xid",
 	defaults: xidDefaults,
@@ -79,6 +79,21 @@ func faultXID(m *Machine, _ *server.Device, i int, value string) error {
 	pci := strings.TrimSuffix(m.Model.PCIBusID(i), ".0")
 	m.logf(kmsgWarning, "NVRM: Xid (PCI:%s): %d, %s", pci, x, text)
 	return nil
+}
+
+// KmsgWatchedFrom is the sequence number of the first record logged after
+// the simulated node booted: its boot messages are all before it, the
+// injected XIDs from it on. gpu.xid starts its cursor at the end of the
+// kernel log when it has none (the XIDs already there are from before
+// gpuhc watched); a simulation stands for a node gpuhc has watched since
+// boot, so that a fire drill's XIDs are new to it (see xid.SimulatedSource).
+func (m *Machine) KmsgWatchedFrom() uint64 {
+	for i, r := range m.Kmsg {
+		if strings.Contains(r, ";NVRM: Xid (") {
+			return uint64(i)
+		}
+	}
+	return uint64(len(m.Kmsg))
 }
 
 // logf appends a kernel record with the next sequence number. Time stamps
