@@ -33,6 +33,12 @@ test:
 e2e: build
 	bash test/e2e/run.sh
 
+# On a GPU machine: real NVML, a dry run, timings; changes nothing (see
+# docs/hardware-validation.md). Results under $OUT if set.
+.PHONY: gpu-smoke
+gpu-smoke:
+	bash test/gpu-smoke.sh
+
 bench: build
 	$(GO) run ./test/bench -bin $(BIN)/gpuhc-healthcheck -runs 30 -dry-run=true
 	$(GO) run ./test/bench -bin $(BIN)/gpuhc-healthcheck -runs 30 -dry-run=false

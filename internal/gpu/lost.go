@@ -77,7 +77,9 @@ func lostReturn(g GPU, ret nvml.Return) check.Result {
 	if ret == nvml.ERROR_RESET_REQUIRED {
 		return Result(g, check.Fail, check.ActionResetGPU, "GPU requires reset")
 	}
-	return Result(g, check.Fail, check.ActionResetGPU, "GPU is lost")
+	// NVML's "GPU is lost" is a GPU off the bus: nvidia-smi itself says to
+	// reboot, and XID 79 asks for the same.
+	return Result(g, check.Fail, check.ActionReboot, "GPU is lost")
 }
 
 func lostIndexes(inv *Inventory) []int {

@@ -29,7 +29,11 @@ func TestLost(t *testing.T) {
 		return out
 	}
 	fail := func(i int, msg string, ids int, pci int) baseWant {
-		return baseWant{fmt.Sprintf("gpu%d", i), check.Fail, check.ActionResetGPU, msg, i, ids, pci}
+		act := check.ActionResetGPU
+		if msg == "GPU is lost" {
+			act = check.ActionReboot // off the bus: only a reboot brings it back
+		}
+		return baseWant{fmt.Sprintf("gpu%d", i), check.Fail, act, msg, i, ids, pci}
 	}
 	for _, model := range baseModels {
 		for _, tc := range []struct {
@@ -93,7 +97,7 @@ func TestLostProbeTouchesGPU(t *testing.T) {
 		temperature nvml.Return
 		want        baseWant
 	}{
-		{"gpu lost", nvml.SUCCESS, nvml.ERROR_GPU_IS_LOST, baseWant{"gpu2", check.Fail, check.ActionResetGPU, "GPU is lost", 2, 2, 2}},
+		{"gpu lost", nvml.SUCCESS, nvml.ERROR_GPU_IS_LOST, baseWant{"gpu2", check.Fail, check.ActionReboot, "GPU is lost", 2, 2, 2}},
 		{"reset required", nvml.SUCCESS, nvml.ERROR_RESET_REQUIRED, baseWant{"gpu2", check.Fail, check.ActionResetGPU, "GPU requires reset", 2, 2, 2}},
 		{"persistence mode lost, GPU answers", nvml.ERROR_GPU_IS_LOST, nvml.SUCCESS, baseWant{"gpu2", check.OK, "", "GPU responds", 2, 2, 2}},
 		{"no sensor", nvml.SUCCESS, nvml.ERROR_NOT_SUPPORTED, baseWant{"gpu2", check.OK, "", "GPU responds", 2, 2, 2}},

@@ -151,6 +151,17 @@ func (c *nvlink) judge(ctx context.Context, v *gpuVerdict, prev map[int]linkCoun
 		return rec, err
 	}
 	if len(ls.exist) == 0 {
+		// No link answers at all. A PCIe part has none; an SXM part, or
+		// one seen with active links before, has lost them all.
+		want := c.cfg.ExpectedLinks
+		if want < 0 {
+			want = max(KnownNVLinks(v.g.Name), seen.Max)
+		}
+		if want > 0 {
+			v.fail(check.ActionDrain, "no NVLink reported (%d expected)", want)
+			rec.active = &seen
+			return rec, nil
+		}
 		v.skip("no NVLink (PCIe GPU)")
 		return rec, nil
 	}

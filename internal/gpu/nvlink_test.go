@@ -152,7 +152,11 @@ func TestNVLinkFaults(t *testing.T) {
 		{"dgxb200", "gpu7:nvlink-down=0,gpu7:nvlink-down=1,gpu7:nvlink-down=2,gpu7:nvlink-down=17", nil, 7,
 			[]string{"FAIL drain NVLinks 0-2, 17 inactive (14 of 18 active)"}},
 		{"dgxa100", "gpu2:nvlink-down=11", nil, 2, []string{"FAIL drain NVLink 11 inactive (11 of 12 active)"}},
-		{"dgxh100", "gpu1:nvlink=unsupported", nil, 1, []string{"SKIP none no NVLink (PCIe GPU)"}},
+		// An SXM part reporting no link at all has lost them; a PCIe part
+		// has none, and none required is none required.
+		{"dgxh100", "gpu1:nvlink=unsupported", nil, 1, []string{"FAIL drain no NVLink reported (18 expected)"}},
+		{"dgxh100", "gpu1:name=NVIDIA H100 PCIe,gpu1:nvlink=unsupported", nil, 1, []string{"SKIP none no NVLink (PCIe GPU)"}},
+		{"dgxh100", "gpu1:nvlink=unsupported", func(c *config.GPUNVLink) { c.ExpectedLinks = 0 }, 1, []string{"SKIP none no NVLink (PCIe GPU)"}},
 		{"dgxb200", "gpu4:nvlink-counters=unsupported", nil, 4,
 			[]string{"OK none 18 of 18 NVLinks active", "SKIP none NVLink error counters not supported"}},
 		{"dgxb200", "gpu4:nvlink-counters=unsupported,gpu4:nvlink-down=9", nil, 4,
