@@ -244,21 +244,10 @@ const (
 )
 
 func statusCode(s string) uint8 {
-	switch s {
+	// ToUpper returns an upper-case ASCII string as it is, without copying.
+	switch strings.ToUpper(s) {
 	case "":
 		return stNone
-	case "OK":
-		return stOK
-	case "WARN":
-		return stWarn
-	case "SKIP":
-		return stSkip
-	case "ERROR":
-		return stError
-	case "FAIL":
-		return stFail
-	}
-	switch strings.ToUpper(s) {
 	case "OK":
 		return stOK
 	case "WARN":
