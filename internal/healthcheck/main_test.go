@@ -271,6 +271,8 @@ func TestStuckRunDrains(t *testing.T) {
 	defer l.Release()
 	// The holder started ten minutes ago and never finished.
 	must(t, os.WriteFile(lockPath, []byte(fmt.Sprintf("4242 %d\n", time.Now().Add(-10*time.Minute).Unix())), 0o600))
+	must(t, os.MkdirAll(filepath.Join(b.dir, "root/proc/4242"), 0o755))
+	must(t, os.WriteFile(filepath.Join(b.dir, "root/proc/4242/comm"), []byte("gpuhc-healthche\n"), 0o644))
 	code, out, _ := b.run(t)
 	if code != ExitFail {
 		t.Fatalf("exit %d\n%s", code, out)
@@ -562,5 +564,25 @@ func TestHeartbeat(t *testing.T) {
 	}
 	if b.callLog(t) != nil {
 		t.Errorf("heartbeats made Slurm calls: %q", b.callLog(t))
+	}
+}
+
+func TestOldLockOfAnotherProgramIsNotAStuckRun(t *testing.T) {
+	b := newBed(t, nvidiaLoaded, `"nvidia"`)
+	lockPath := filepath.Join(b.dir, "hc.lock")
+	l, err := lock.Try(lockPath)
+	must(t, err)
+	defer l.Release()
+	// An admin's flock(1) holds the file; the stamp left in it is old, and
+	// its pid is now some other program.
+	must(t, os.WriteFile(lockPath, []byte(fmt.Sprintf("4243 %d\n", time.Now().Add(-time.Hour).Unix())), 0o600))
+	must(t, os.MkdirAll(filepath.Join(b.dir, "root/proc/4243"), 0o755))
+	must(t, os.WriteFile(filepath.Join(b.dir, "root/proc/4243/comm"), []byte("flock\n"), 0o644))
+	code, _, stderr := b.run(t)
+	if code != ExitInternal || !strings.Contains(stderr, "another run is still in progress") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	if b.callLog(t) != nil {
+		t.Errorf("drained on someone else's lock: %q", b.callLog(t))
 	}
 }

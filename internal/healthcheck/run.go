@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -112,7 +115,7 @@ const stuckAfter = 5 * time.Minute
 func (p Program) lockHeld(log *logrus.Entry, node string, cfg config.Config, held error, start time.Time) int {
 	pid, since, err := lock.Holder(cfg.LockFile)
 	age := time.Since(since).Round(time.Second)
-	if err != nil || age < stuckAfter {
+	if err != nil || age < stuckAfter || !isHealthcheck(cfg.Root, pid) {
 		fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: another run is still in progress (%v); exiting without checking\n", held)
 		return ExitInternal
 	}
@@ -123,6 +126,15 @@ func (p Program) lockHeld(log *logrus.Entry, node string, cfg config.Config, hel
 	printTable(p.Stdout, node, results, time.Since(start))
 	logResults(log, results)
 	return p.finish(log, node, cfg, nil, results, start)
+}
+
+// isHealthcheck reports whether pid is a gpuhc-healthcheck process. The
+// stamp in the lock file is only ours while that process lives: an admin's
+// flock(1) on the file, or a recycled pid, must not read as a stuck run.
+func isHealthcheck(root string, pid int) bool {
+	b, err := os.ReadFile(filepath.Join(root, "proc", strconv.Itoa(pid), "comm"))
+	// The kernel keeps the first 15 bytes of the name.
+	return err == nil && strings.TrimSpace(string(b)) == "gpuhc-healthcheck"[:15]
 }
 
 // finish applies the policy to the results, keeps the books (heartbeat,
