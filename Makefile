@@ -14,7 +14,7 @@ STATIC_PROGRAMS := prolog epilog drain
 # go-nvml's header marks calls deprecated that we never make; keep builds quiet.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build test e2e bench lint clean
+.PHONY: all build test e2e bench lint clean package package-test
 all: build
 
 build:
@@ -45,9 +45,21 @@ bench: build
 	$(GO) run ./test/bench -bin $(BIN)/gpuhc-healthcheck -runs 30 -dry-run=false -simulate dgxh100
 	$(GO) run ./test/bench/stats -nodes 10000 -days 365 -bin $(BIN)/gpuhc-drain
 
+# DEB and RPM in dist/ (packaging/build.sh: root, debootstrap, binutils; the
+# cgo binary is built in a cached Debian 11 root for glibc <= 2.17 symbols).
+# PKG_VERSION overrides the package version.
+package:
+	VERSION='$(VERSION)' COMMIT='$(COMMIT)' DATE='$(DATE)' LDFLAGS='$(LDFLAGS)' \
+		GO='$(GO)' bash packaging/build.sh
+
+# Install, upgrade, remove and purge the .deb; check the .rpm; run the
+# binaries in Debian 11 and 13 roots (test/package/install-test.sh).
+package-test:
+	bash test/package/install-test.sh
+
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist

@@ -33,6 +33,12 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 BIN=${GPUHC_BIN:-$REPO/bin/gpuhc-healthcheck}
 DRAIN_BIN=${GPUHC_DRAIN_BIN:-$(dirname "$BIN")/gpuhc-drain}
+# Installed-package mode (test/package/install-test.sh): scenario 1's slurmd
+# runs GPUHC_BIN where it is (no copy), runs GPUHC_PROLOG/GPUHC_EPILOG as its
+# Prolog/Epilog, and a job goes through them.
+INSTALLED=${GPUHC_E2E_INSTALLED:-}
+PROLOG=${GPUHC_PROLOG:-}
+EPILOG=${GPUHC_EPILOG:-}
 ONLY=${GPUHC_E2E_ONLY:-}
 case $ONLY in
 ''|22|24|3|4) ;;
@@ -253,15 +259,20 @@ writable = true
 EOF
 	# The test bed never writes /etc/slurm on the host, so scontrol needs
 	# SLURM_CONF; gpuhc passes SLURM_CONF through to scontrol.
-	hc_wrapper "$HC22/healthcheck.sh" "$HC22/gpuhc-healthcheck" "$HC22/gpuhc.toml" "$HC22" \
+	local hcbin=$HC22/gpuhc-healthcheck extra=
+	[[ $INSTALLED == 1 ]] && hcbin=$BIN
+	hc_wrapper "$HC22/healthcheck.sh" "$hcbin" "$HC22/gpuhc.toml" "$HC22" \
 		"SLURM_CONF=$S22_CONF; export SLURM_CONF"
 	expect "22.05: --check-config accepts the e2e config" \
 		"$BIN" --check-config "$HC22/gpuhc.toml"
+	[[ -n $PROLOG ]] && extra+=$'\n'"Prolog=$PROLOG"
+	[[ -n $EPILOG ]] && extra+=$'\n'"Epilog=$EPILOG"
 
 	GPUHC_S22_EXTRA="HealthCheckProgram=$HC22/healthcheck.sh
 HealthCheckInterval=5
-HealthCheckNodeState=ANY" up22
+HealthCheckNodeState=ANY$extra" up22
 	touch "$HC22/armed"
+	say "22.05: HealthCheckProgram runs $hcbin${PROLOG:+, Prolog=$PROLOG}${EPILOG:+, Epilog=$EPILOG}"
 
 	# healthy steady state
 	WHY=
@@ -272,6 +283,16 @@ HealthCheckNodeState=ANY" up22
 			grep -q '^policy: none \[0 Slurm calls\]' <(last_policy "$HC22" "$node")
 	else
 		fail "22.05: slurmd runs HealthCheckProgram every 5 s ($WHY)"
+	fi
+
+	# a job, through the Prolog and Epilog when set
+	if [[ -n $PROLOG || -n $EPILOG ]]; then
+		local jout
+		jout=$(SLURM_CONF=$S22_CONF timeout 60 srun -N1 -w "$node" -t 1 /bin/echo gpuhc-e2e-job 2>&1) || true
+		expect "22.05: a job runs through Prolog/Epilog (srun printed: ${jout//$'\n'/ })" \
+			grep -qx gpuhc-e2e-job <<<"$jout"
+		expect "22.05: node back to idle after the job (Prolog/Epilog drained nothing)" \
+			wait_node 20 show22 "$node" clean
 	fi
 
 	# fault -> drain
