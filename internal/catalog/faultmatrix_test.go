@@ -482,11 +482,7 @@ func matrixConfig(t *testing.T, edit func(*config.Config)) config.Config {
 // the same budget as the program gives it.
 func simRun(t *testing.T, cfg config.Config, model string, inject []string, readOnly bool) (*sim.Machine, []check.Result) {
 	t.Helper()
-	specs, err := sim.ParseSpecs(inject)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := sim.New(model, specs)
+	m, err := sim.Build(model, inject)
 	if err != nil {
 		t.Fatal(err)
 	}

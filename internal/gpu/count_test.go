@@ -17,11 +17,7 @@ var baseModels = []string{"dgxa100", "dgxh100", "dgxh200", "dgxb200"}
 // machine's NVML and its PCI bus.
 func baseSimNode(t *testing.T, model string, expected int, inject ...string) (*sim.Machine, *Node) {
 	t.Helper()
-	specs, err := sim.ParseSpecs(inject)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := sim.New(model, specs)
+	m, err := sim.Build(model, inject)
 	if err != nil {
 		t.Fatal(err)
 	}

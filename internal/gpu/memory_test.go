@@ -37,11 +37,7 @@ const (
 // and then edit (for answers no --inject key gives).
 func hwNode(t *testing.T, model string, edit func(*testing.T, *sim.Machine), inject ...string) (*sim.Machine, *Node) {
 	t.Helper()
-	specs, err := sim.ParseSpecs(inject)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := sim.New(model, specs)
+	m, err := sim.Build(model, inject)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,11 +23,7 @@ var nvlModels = []string{"dgxa100", "dgxh100", "dgxh200", "dgxb200"}
 // nvlMachine builds a simulated machine with the given --inject specs.
 func nvlMachine(t *testing.T, model string, inject ...string) *sim.Machine {
 	t.Helper()
-	specs, err := sim.ParseSpecs(inject)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := sim.New(model, specs)
+	m, err := sim.Build(model, inject)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,11 +26,7 @@ func checkEnv(cfg config.Config, o options) (catalog.Env, error) {
 			State: st,
 		}, nil
 	}
-	specs, err := sim.ParseSpecs(o.inject)
-	if err != nil {
-		return catalog.Env{}, err
-	}
-	m, err := sim.New(o.simulate, specs)
+	m, err := sim.Build(o.simulate, o.inject)
 	if err != nil {
 		return catalog.Env{}, err
 	}

@@ -25,11 +25,7 @@ var models = []string{"dgxa100", "dgxh100", "dgxh200", "dgxb200"}
 
 func machine(t *testing.T, model string, inject ...string) *sim.Machine {
 	t.Helper()
-	specs, err := sim.ParseSpecs(inject)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := sim.New(model, specs)
+	m, err := sim.Build(model, inject)
 	if err != nil {
 		t.Fatal(err)
 	}

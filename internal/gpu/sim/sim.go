@@ -82,6 +82,15 @@ func parseSpec(item string) (Spec, error) {
 	return Spec{GPU: idx, Key: key, Value: value}, nil
 }
 
+// Build reads --inject values and builds the model's machine with them.
+func Build(model string, inject []string) (*Machine, error) {
+	specs, err := ParseSpecs(inject)
+	if err != nil {
+		return nil, err
+	}
+	return New(model, specs)
+}
+
 // New builds the model's machine, healthy, then applies specs.
 func New(model string, specs []Spec) (*Machine, error) {
 	mdl, ok := models[model]
