@@ -55,6 +55,25 @@ HOST_PKGS=(munge slurmctld slurmd slurmrestd slurm-client slurm-wlm-jwt-plugin
            libslurm-dev debootstrap jq curl util-linux iproute2 procps)
 CHROOT_PKGS=slurmctld,slurmd,slurmrestd,slurm-client,slurm-wlm-jwt-plugin,munge,curl
 
+# common_conf prints the slurm.conf lines both test beds share: no cgroups,
+# no accounting, nodes back in service on their own (design.md §4).
+common_conf() {
+	cat <<'CONF'
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SelectType=select/cons_tres
+SchedulerType=sched/backfill
+ReturnToService=2
+MpiDefault=none
+SlurmdTimeout=30
+SlurmctldTimeout=30
+CONF
+}
+
 log() { printf '[testbed %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
@@ -271,18 +290,7 @@ SlurmctldPidFile=$S22/slurmctld.pid
 SlurmdPidFile=$S22/slurmd.pid
 SlurmctldLogFile=$S22/log/slurmctld.log
 SlurmdLogFile=$S22/log/slurmd.log
-SlurmctldDebug=info
-SlurmdDebug=info
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-SelectType=select/cons_tres
-SchedulerType=sched/backfill
-ReturnToService=2
-MpiDefault=none
-SlurmdTimeout=30
-SlurmctldTimeout=30
+$(common_conf)
 NodeName=$S22_NODE NodeHostname=$HOST NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 Include $S22/extra.conf
@@ -388,18 +396,7 @@ SlurmctldPidFile=$S24_IN/slurmctld.pid
 SlurmdPidFile=$S24_IN/slurmd.%n.pid
 SlurmctldLogFile=$S24_IN/log/slurmctld.log
 SlurmdLogFile=$S24_IN/log/slurmd.%n.log
-SlurmctldDebug=info
-SlurmdDebug=info
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-SelectType=select/cons_tres
-SchedulerType=sched/backfill
-ReturnToService=2
-MpiDefault=none
-SlurmdTimeout=30
-SlurmctldTimeout=30
+$(common_conf)
 NodeName=gpu[001-00${#S24_NODES[@]}] NodeHostname=$HOST NodeAddr=127.0.0.1 Port=[$S24_SLURMD_PORT-$last] CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 Include $S24_IN/extra.conf
