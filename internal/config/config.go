@@ -100,6 +100,9 @@ type Checks struct {
 	Memory    Memory    `toml:"memory"`
 	CPU       CPU       `toml:"cpu"`
 	GPU       GPU       `toml:"gpu"`
+	IB        IB        `toml:"ib"`
+	Fabric    Fabric    `toml:"fabric"`
+	Topology  Topology  `toml:"topology"`
 }
 
 // Common is embedded in every check section.
@@ -207,6 +210,9 @@ func Default() Config {
 			Memory:    Memory{Common: on},
 			CPU:       CPU{Common: on},
 			GPU:       defaultGPU(),
+			IB:        defaultIB(),
+			Fabric:    defaultFabric(),
+			Topology:  defaultTopology(),
 		},
 	}
 }

@@ -208,6 +208,9 @@ func (ps *problems) checks(c Checks, deadline time.Duration) {
 		ps.add("checks.cpu.expected", "must not be negative, got %d", c.CPU.Expected)
 	}
 	ps.gpu(c.GPU, deadline)
+	ps.ib(c.IB, deadline)
+	ps.fabric(c.Fabric, deadline)
+	ps.topology(c.Topology, deadline)
 }
 
 func (ps *problems) thermal(t Thermal) {
