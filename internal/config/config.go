@@ -103,6 +103,7 @@ type Checks struct {
 	IB        IB        `toml:"ib"`
 	Fabric    Fabric    `toml:"fabric"`
 	Topology  Topology  `toml:"topology"`
+	Bandwidth Bandwidth `toml:"bandwidth"`
 }
 
 // Common is embedded in every check section.
@@ -213,6 +214,7 @@ func Default() Config {
 			IB:        defaultIB(),
 			Fabric:    defaultFabric(),
 			Topology:  defaultTopology(),
+			Bandwidth: defaultBandwidth(),
 		},
 	}
 }

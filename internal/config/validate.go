@@ -211,6 +211,7 @@ func (ps *problems) checks(c Checks, deadline time.Duration) {
 	ps.ib(c.IB, deadline)
 	ps.fabric(c.Fabric, deadline)
 	ps.topology(c.Topology, deadline)
+	ps.bandwidth(c.Bandwidth, deadline)
 }
 
 func (ps *problems) thermal(t Thermal) {
