@@ -25,6 +25,8 @@ type Config struct {
 	Policy  Policy  `toml:"policy"`
 	Slurm   Slurm   `toml:"slurm"`
 	Checks  Checks  `toml:"checks"`
+	Prolog  Prolog  `toml:"prolog"`
+	Epilog  Epilog  `toml:"epilog"`
 }
 
 // Log configures logrus output. Text always goes to stderr.
@@ -203,6 +205,8 @@ func Default() Config {
 			Timeout:   Duration{5 * time.Second},
 			Retries:   3,
 		},
+		Prolog: defaultProlog(),
+		Epilog: defaultEpilog(),
 		Checks: Checks{
 			Thermal:   Thermal{Common: on, WarnCelsius: 85, FailCelsius: 95, UseSensorLimits: true},
 			Modules:   Modules{Common: on},

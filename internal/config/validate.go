@@ -75,6 +75,8 @@ func validate(c Config) []problem {
 	ps.policy(c.Policy)
 	ps.slurm(c.Slurm, c.Deadline.Duration)
 	ps.checks(c.Checks, c.Deadline.Duration)
+	ps.prolog(c.Prolog)
+	ps.epilog(c.Epilog)
 	return ps
 }
 
