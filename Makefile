@@ -57,6 +57,22 @@ package:
 package-test:
 	bash test/package/install-test.sh
 
+# The SPANK plugin (spank/gpuhc_spank.c; C only, no Go): --gpu-health for
+# srun/sbatch/salloc. Slurm loads a plugin only if it was built against the
+# same major.minor (plugin_version = SLURM_VERSION_NUMBER), so build one per
+# Slurm release series: SLURM_INCLUDE is the directory holding slurm/spank.h
+# (default: the host's libslurm-dev); SPANK_SO is the output. For example the
+# Slurm 24.11 headers, from Debian 13's libslurm-dev unpacked (no install):
+#   apt-get download libslurm-dev && dpkg-deb -x libslurm-dev_*.deb /tmp/s24
+#   make spank SLURM_INCLUDE=/tmp/s24/usr/include SPANK_SO=/tmp/s24/gpuhc_spank.so
+# (test/e2e/spank.sh does this inside the 24.11 test bed and caches it.)
+SLURM_INCLUDE ?= /usr/include
+SPANK_SO      ?= spank/gpuhc_spank.so
+.PHONY: spank
+spank:
+	@test -f '$(SLURM_INCLUDE)/slurm/spank.h' || { echo "spank: no $(SLURM_INCLUDE)/slurm/spank.h (install libslurm-dev or set SLURM_INCLUDE)" >&2; exit 1; }
+	$(CC) -O2 -g -Wall -Wextra -Werror -fPIC -shared -I'$(SLURM_INCLUDE)' -o '$(SPANK_SO)' spank/gpuhc_spank.c
+
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
