@@ -7,10 +7,10 @@ DATE      ?= $(shell git log -1 --format=%cI 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X github.com/gpuhc/gpuhc/internal/version.Version=$(VERSION) \
              -X github.com/gpuhc/gpuhc/internal/version.Commit=$(COMMIT) \
              -X github.com/gpuhc/gpuhc/internal/version.Date=$(DATE)
-# gpuhc-healthcheck links NVML through cgo (the library itself is dlopened
-# at run time); the others are static.
-CGO_PROGRAMS    := healthcheck
-STATIC_PROGRAMS := prolog epilog drain
+# gpuhc-healthcheck, -prolog and -epilog link NVML through cgo (the library
+# itself is dlopened at run time); gpuhc-drain is static.
+CGO_PROGRAMS    := healthcheck prolog epilog
+STATIC_PROGRAMS := drain
 # go-nvml's header marks calls deprecated that we never make; keep builds quiet.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
@@ -43,6 +43,7 @@ bench: build
 	$(GO) run ./test/bench -bin $(BIN)/gpuhc-healthcheck -runs 30 -dry-run=true
 	$(GO) run ./test/bench -bin $(BIN)/gpuhc-healthcheck -runs 30 -dry-run=false
 	$(GO) run ./test/bench -bin $(BIN)/gpuhc-healthcheck -runs 30 -dry-run=false -simulate dgxh100
+	$(GO) run ./test/bench -bin $(BIN)/gpuhc-healthcheck -runs 30 -ib
 	$(GO) run ./test/bench/stats -nodes 10000 -days 365 -bin $(BIN)/gpuhc-drain
 
 # DEB and RPM in dist/ (packaging/build.sh: root, debootstrap, binutils; the

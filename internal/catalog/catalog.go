@@ -4,13 +4,19 @@
 package catalog
 
 import (
+	"context"
+	"errors"
 	"time"
 
+	"github.com/gpuhc/gpuhc/internal/bandwidth"
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/fabric"
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/host"
+	"github.com/gpuhc/gpuhc/internal/ib"
 	"github.com/gpuhc/gpuhc/internal/statefile"
+	"github.com/gpuhc/gpuhc/internal/topology"
 	"github.com/gpuhc/gpuhc/internal/xid"
 )
 
@@ -27,14 +33,29 @@ type entry struct {
 	build  func() check.Check
 }
 
-// Tasks builds every enabled check with its time limit.
+// Tasks builds every enabled check of a health-check run with its time
+// limit.
 func Tasks(cfg config.Config, env Env) []check.Task {
+	all := append(hostChecks(cfg), gpuChecks(cfg, env)...)
+	return enabled(cfg, append(all, fabricChecks(cfg, env)...))
+}
+
+// Deep builds the checks that load the node for seconds and so run only
+// when asked for (gpuhc-healthcheck --deep, the prolog's full mode): the
+// bandwidth measurements.
+func Deep(cfg config.Config, env Env) []check.Task {
+	b := cfg.Checks.Bandwidth
+	return enabled(cfg, []entry{
+		{b.Common, func() check.Check { return bandwidth.New(b, lookupGPU(env.GPU)) }},
+	})
+}
+
+func enabled(cfg config.Config, entries []entry) []check.Task {
 	var tasks []check.Task
-	for _, e := range append(hostChecks(cfg), gpuChecks(cfg, env)...) {
-		if !e.common.Enabled {
-			continue
+	for _, e := range entries {
+		if e.common.Enabled {
+			tasks = append(tasks, check.Task{Check: e.build(), Timeout: timeout(cfg, e.common)})
 		}
-		tasks = append(tasks, check.Task{Check: e.build(), Timeout: timeout(cfg, e.common)})
 	}
 	return tasks
 }
@@ -68,6 +89,67 @@ func gpuChecks(cfg config.Config, env Env) []entry {
 		{g.Thermal.Common, func() check.Check { return gpu.NewThermal(n, g.Thermal, st) }},
 		{g.Power, func() check.Check { return gpu.NewPower(n) }},
 		{g.Config.Common, func() check.Check { return gpu.NewConfig(n, g.Config) }},
+	}
+}
+
+// fabricChecks are the InfiniBand/RoCE, Fabric Manager and GPU<->NIC
+// placement checks (design.md §5-6). They read sysfs under cfg.Root and
+// use the GPU node, when there is one, to know which GPUs exist.
+func fabricChecks(cfg config.Config, env Env) []entry {
+	c, root, st := cfg.Checks, cfg.Root, env.State
+	gpus := topology.FromBus(root)
+	if env.GPU != nil {
+		gpus = topology.FromNode(env.GPU)
+	}
+	return []entry{
+		{c.IB.Port.Common, func() check.Check { return ib.NewPort(root, c.IB) }},
+		{c.IB.Counters.Common, func() check.Check { return ib.NewCounters(root, c.IB, st) }},
+		{c.IB.GDR, func() check.Check { return ib.NewGDR(root, c.IB, countGPUs(env.GPU)) }},
+		{c.Fabric.Manager.Common, func() check.Check { return fabric.NewManager(root, c.Fabric.Manager, env.GPU, st) }},
+		{c.Topology.Common, func() check.Check { return topology.New(root, c.Topology, c.IB.Exclude, gpus) }},
+	}
+}
+
+// countGPUs counts the node's GPUs for ib.gdr: those NVML (or the
+// simulation) shows, or the PCI bus has, whichever is more; nil without a
+// GPU node, so that the check reads the PCI bus itself.
+func countGPUs(n *gpu.Node) func(context.Context) (int, error) {
+	if n == nil {
+		return nil
+	}
+	return func(ctx context.Context) (int, error) {
+		inv, err := n.Inventory(ctx)
+		if errors.Is(err, gpu.ErrNoGPUs) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		return max(len(inv.GPUs), len(inv.OnBus)), nil
+	}
+}
+
+// lookupWait bounds how long the bandwidth check waits for the GPU
+// inventory to name a device; NVML is normally up by then.
+const lookupWait = 2 * time.Second
+
+// lookupGPU names a CUDA device by its PCI address as the GPU checks do.
+func lookupGPU(n *gpu.Node) func(pci string) (string, check.IDs, bool) {
+	if n == nil {
+		return nil
+	}
+	return func(pci string) (string, check.IDs, bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), lookupWait)
+		defer cancel()
+		inv, err := n.Inventory(ctx)
+		if err != nil {
+			return "", check.IDs{}, false
+		}
+		g, ok := inv.ByPCI(pci)
+		if !ok {
+			return "", check.IDs{}, false
+		}
+		return g.Component(), g.IDs(), true
 	}
 }
 

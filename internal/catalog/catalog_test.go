@@ -16,6 +16,8 @@ func TestTasks(t *testing.T) {
 	cfg.Checks.Thermal.Enabled = false
 	cfg.Checks.Mounts.Timeout.Duration = 3 * time.Second
 	cfg.Checks.CPU.Timeout.Duration = time.Minute // capped by the deadline
+	cfg.Checks.IB.Port.Timeout.Duration = 2 * time.Second
+	cfg.Checks.Fabric.Manager.Enabled = false
 
 	got := map[string]time.Duration{}
 	for _, task := range Tasks(cfg, Env{}) {
@@ -24,6 +26,8 @@ func TestTasks(t *testing.T) {
 	want := map[string]time.Duration{
 		"host.cpu": 20 * time.Second, "host.memory": 10 * time.Second, "host.modules": 10 * time.Second,
 		"host.mounts": 3 * time.Second, "host.processes": 10 * time.Second,
+		"ib.port": 2 * time.Second, "ib.counters": 10 * time.Second, "ib.gdr": 10 * time.Second,
+		"topology": 10 * time.Second,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("tasks %v, want %v", got, want)
@@ -38,14 +42,34 @@ func TestTasks(t *testing.T) {
 func TestTasksWithGPU(t *testing.T) {
 	cfg := config.Default()
 	cfg.Checks.GPU.Power.Enabled = false
+	cfg.Checks.IB.GDR.Enabled = false
 	env := Env{GPU: gpu.NewNode(nil, "/", -1, "")}
 	var names []string
 	for _, task := range Tasks(cfg, env) {
 		names = append(names, task.Check.Name())
 	}
 	want := "host.cpu host.memory host.modules host.mounts host.processes host.thermal " +
-		"gpu.count gpu.driver gpu.lost gpu.xid gpu.memory gpu.pcie gpu.nvlink gpu.fabric gpu.thermal gpu.config"
+		"gpu.count gpu.driver gpu.lost gpu.xid gpu.memory gpu.pcie gpu.nvlink gpu.fabric gpu.thermal gpu.config " +
+		"ib.port ib.counters fabric.manager topology"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("checks\n got %s\nwant %s", got, want)
+	}
+}
+
+// Deep checks run only when asked for, never in a plain health-check run.
+func TestDeep(t *testing.T) {
+	cfg := config.Default()
+	for _, task := range Tasks(cfg, Env{}) {
+		if task.Check.Name() == "bandwidth" {
+			t.Errorf("Tasks includes the bandwidth check")
+		}
+	}
+	deep := Deep(cfg, Env{})
+	if len(deep) != 1 || deep[0].Check.Name() != "bandwidth" {
+		t.Fatalf("Deep: %d tasks, want the bandwidth check", len(deep))
+	}
+	cfg.Checks.Bandwidth.Enabled = false
+	if n := len(Deep(cfg, Env{})); n != 0 {
+		t.Errorf("Deep with bandwidth disabled: %d tasks", n)
 	}
 }

@@ -119,6 +119,13 @@ type Thermal struct {
 	Common
 	WarnCelsius float64 `toml:"warn_celsius"`
 	FailCelsius float64 `toml:"fail_celsius"`
+	// CPU limits judge coretemp, k10temp and zenpower sensors and the
+	// x86_pkg_temp zone; HCA limits judge mlx5 adapters. 0 = the general
+	// limit.
+	CPUWarnCelsius float64 `toml:"cpu_warn_celsius"`
+	CPUFailCelsius float64 `toml:"cpu_fail_celsius"`
+	HCAWarnCelsius float64 `toml:"hca_warn_celsius"`
+	HCAFailCelsius float64 `toml:"hca_fail_celsius"`
 	// UseSensorLimits also fails at a sensor's own temp*_crit when lower.
 	UseSensorLimits bool `toml:"use_sensor_limits"`
 	// Exclude lists sensor names (hwmon name or zone type) to ignore; globs.
@@ -208,7 +215,8 @@ func Default() Config {
 		Prolog: defaultProlog(),
 		Epilog: defaultEpilog(),
 		Checks: Checks{
-			Thermal:   Thermal{Common: on, WarnCelsius: 85, FailCelsius: 95, UseSensorLimits: true},
+			Thermal: Thermal{Common: on, WarnCelsius: 85, FailCelsius: 95, UseSensorLimits: true,
+				CPUWarnCelsius: 90, CPUFailCelsius: 100, HCAWarnCelsius: 95, HCAFailCelsius: 105},
 			Modules:   Modules{Common: on},
 			Processes: Processes{Common: on},
 			Mounts:    Mounts{Common: on},

@@ -1,16 +1,77 @@
 package config
 
-import "time"
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
 
-// Topology checks how GPUs and HCAs sit on the PCI hierarchy.
+// Topology checks how GPUs and HCAs sit on the PCI hierarchy: each GPU's
+// nearest active HCA (excluding checks.ib.exclude) and how far it is.
 type Topology struct {
 	Common
+	// NUMA is the verdict when a GPU's nearest active HCA is on another
+	// NUMA node, or it has none: "fail", "warn" or "off". Warn by default:
+	// a healthy node may well be built that way (one NIC for GPUs on two
+	// sockets), and an HCA that went down on a DGX/HGX node is a FAIL of
+	// ib.port already.
+	NUMA string `toml:"numa"`
+	// SameSwitch is the verdict when a GPU's nearest active HCA is not
+	// under the same PCIe switch: "fail", "warn" or "off".
+	SameSwitch string `toml:"same_switch"`
+	// Funnel is the verdict when every GPU's nearest active HCA is one
+	// NIC that some GPUs reach across sockets: "warn", "fail" or "off".
+	Funnel string `toml:"funnel"`
+	// Pairs pins GPUs to HCAs for bring-up: "0000:18:00.0=mlx5_0" means
+	// that GPU's nearest active HCA must be mlx5_0.
+	Pairs []string `toml:"pairs"`
 }
 
 func defaultTopology() Topology {
-	return Topology{Common: Common{Enabled: true}}
+	return Topology{Common: Common{Enabled: true}, NUMA: "warn", SameSwitch: "off", Funnel: "warn"}
+}
+
+// pciAddr is a PCI address as sysfs ("0000:18:00.0") or NVML
+// ("00000000:18:00.0") writes it.
+var pciAddr = regexp.MustCompile(`^([0-9A-Fa-f]{4}|[0-9A-Fa-f]{8}):[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$`)
+
+// ParsePair splits a checks.topology.pairs entry into the GPU's PCI
+// address, written as sysfs does ("0000:18:00.0"), and the HCA's name.
+func ParsePair(s string) (gpu, hca string, err error) {
+	addr, name, ok := strings.Cut(s, "=")
+	addr, name = strings.TrimSpace(addr), strings.TrimSpace(name)
+	switch {
+	case !ok:
+		return "", "", fmt.Errorf("%q: want \"<GPU PCI address>=<HCA>\", e.g. \"0000:18:00.0=mlx5_0\"", s)
+	case !pciAddr.MatchString(addr):
+		return "", "", fmt.Errorf("%q: %q is not a PCI address such as 0000:18:00.0", s, addr)
+	case name == "" || strings.ContainsAny(name, "/= \t\n*?["):
+		return "", "", fmt.Errorf("%q: %q is not an HCA name such as mlx5_0", s, name)
+	}
+	addr = strings.ToLower(addr)
+	if len(addr) == len("00000000:18:00.0") {
+		addr = addr[4:]
+	}
+	return addr, name, nil
 }
 
 func (ps *problems) topology(c Topology, deadline time.Duration) {
 	ps.timeout("checks.topology.timeout", c.Timeout.Duration, deadline, true)
+	ps.oneOf("checks.topology.numa", c.NUMA, "fail", "warn", "off")
+	ps.oneOf("checks.topology.same_switch", c.SameSwitch, "fail", "warn", "off")
+	ps.oneOf("checks.topology.funnel", c.Funnel, "warn", "fail", "off")
+	seen := map[string]bool{}
+	for i, p := range c.Pairs {
+		key := fmt.Sprintf("checks.topology.pairs[%d]", i)
+		addr, _, err := ParsePair(p)
+		if err != nil {
+			ps.add(key, "%v", err)
+			continue
+		}
+		if seen[addr] {
+			ps.add(key, "GPU %s is pinned twice", addr)
+		}
+		seen[addr] = true
+	}
 }

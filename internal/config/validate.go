@@ -217,11 +217,15 @@ func (ps *problems) checks(c Checks, deadline time.Duration) {
 }
 
 func (ps *problems) thermal(t Thermal) {
-	if t.FailCelsius <= 0 {
-		ps.add("checks.thermal.fail_celsius", "must be above 0, got %v", t.FailCelsius)
+	// Readings above 200 °C are taken for broken sensors, so a limit
+	// above that could never trip. The negated comparisons also catch
+	// TOML's nan.
+	const maxC = 200
+	if !(t.FailCelsius > 0 && t.FailCelsius <= maxC) {
+		ps.add("checks.thermal.fail_celsius", "must be above 0 and at most %d, got %v", maxC, t.FailCelsius)
 	}
-	if t.WarnCelsius <= 0 {
-		ps.add("checks.thermal.warn_celsius", "must be above 0, got %v", t.WarnCelsius)
+	if !(t.WarnCelsius > 0 && t.WarnCelsius <= maxC) {
+		ps.add("checks.thermal.warn_celsius", "must be above 0 and at most %d, got %v", maxC, t.WarnCelsius)
 	} else if t.FailCelsius > 0 && t.WarnCelsius > t.FailCelsius {
 		ps.add("checks.thermal.warn_celsius", "%v is above fail_celsius (%v)", t.WarnCelsius, t.FailCelsius)
 	}
@@ -230,6 +234,36 @@ func (ps *problems) thermal(t Thermal) {
 			ps.add(fmt.Sprintf("checks.thermal.exclude[%d]", i), "%q is not a valid glob", g)
 		}
 	}
+	// Per-class limits: 0 takes the general limit, so compare the
+	// limits that will really apply.
+	class := func(name string, warn, fail float64) {
+		key := "checks.thermal." + name
+		bad := false
+		for _, l := range []struct {
+			key string
+			v   float64
+		}{{key + "_warn_celsius", warn}, {key + "_fail_celsius", fail}} {
+			if !(l.v >= 0 && l.v <= maxC) {
+				ps.add(l.key, "want 0 (the general limit) to %d, got %v", maxC, l.v)
+				bad = true
+			}
+		}
+		if bad {
+			return
+		}
+		if warn == 0 {
+			warn = t.WarnCelsius
+		}
+		if fail == 0 {
+			fail = t.FailCelsius
+		}
+		if warn > 0 && fail > 0 && warn > fail {
+			ps.add(key+"_warn_celsius", "%v is above %s_fail_celsius (%v); a 0 stands for the general limit",
+				warn, name, fail)
+		}
+	}
+	class("cpu", t.CPUWarnCelsius, t.CPUFailCelsius)
+	class("hca", t.HCAWarnCelsius, t.HCAFailCelsius)
 }
 
 // names checks module and process names: one word, no path.

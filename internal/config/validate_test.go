@@ -24,6 +24,14 @@ func TestValidate(t *testing.T) {
 		msg  string // part of the message
 	}{
 		{"root relative", func(c *Config) { c.Root = "fixtures" }, "root", "absolute"},
+		{"thermal cpu warn above cpu fail", func(c *Config) { c.Checks.Thermal.CPUWarnCelsius = 101 }, "checks.thermal.cpu_warn_celsius", "above cpu_fail_celsius (100)"},
+		{"thermal cpu fail 0 takes fail_celsius", func(c *Config) { c.Checks.Thermal.CPUFailCelsius = 0 }, "", ""},
+		{"thermal cpu warn above general fail", func(c *Config) { c.Checks.Thermal.CPUFailCelsius, c.Checks.Thermal.CPUWarnCelsius = 0, 96 }, "checks.thermal.cpu_warn_celsius", "above cpu_fail_celsius (95)"},
+		{"thermal hca negative", func(c *Config) { c.Checks.Thermal.HCAWarnCelsius = -1 }, "checks.thermal.hca_warn_celsius", "want 0"},
+		{"thermal hca NaN", func(c *Config) { c.Checks.Thermal.HCAFailCelsius = math.NaN() }, "checks.thermal.hca_fail_celsius", "want 0"},
+		{"thermal hca over 200", func(c *Config) { c.Checks.Thermal.HCAFailCelsius = 250 }, "checks.thermal.hca_fail_celsius", "to 200"},
+		{"thermal fail over 200", func(c *Config) { c.Checks.Thermal.FailCelsius = 250 }, "checks.thermal.fail_celsius", "at most 200"},
+		{"thermal fail NaN", func(c *Config) { c.Checks.Thermal.FailCelsius = math.NaN() }, "checks.thermal.fail_celsius", "above 0"},
 		{"state_dir empty", func(c *Config) { c.StateDir = "" }, "state_dir", "absolute"},
 		{"state_dir relative", func(c *Config) { c.StateDir = "var/lib" }, "state_dir", "absolute"},
 		{"lock_file relative", func(c *Config) { c.LockFile = "x.lock" }, "lock_file", "absolute"},

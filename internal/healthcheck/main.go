@@ -47,6 +47,7 @@ type options struct {
 	dryRun      bool
 	node        string
 	showVersion bool
+	inventory   bool
 	simulate    string
 	inject      listFlag
 }
@@ -76,6 +77,7 @@ func (p Program) parse() (options, int, error) {
 	fs.BoolVar(&o.dryRun, "dry-run", false, "run the checks and print what would be done, changing nothing")
 	fs.StringVar(&o.node, "node", "", "node `name` (default $SLURMD_NODENAME, then the short host name)")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	fs.BoolVar(&o.inventory, "print-inventory", false, "print, for bring-up, the configuration this node satisfies now (GPU count, HCAs and ports, GPU/NIC pairing) and exit")
 	fs.StringVar(&o.simulate, "simulate", "", "run the GPU checks against NVIDIA's simulated `server`: dgxa100, dgxh100, dgxh200 or dgxb200 (fire drills; results and reasons are marked [simulated])")
 	fs.Var(&o.inject, "inject", "with --simulate, inject a fault `gpuN:fault[=value]`, e.g. gpu3:xid=79 (repeatable, or comma-separated)")
 	fs.Usage = func() {
@@ -142,6 +144,9 @@ func (p Program) Main() (code int) {
 	if o.checkConfig {
 		fmt.Fprintf(p.Stdout, "configuration OK: %s (node %s)\n", describe(o.configPath, o.explicit), node)
 		return ExitHealthy
+	}
+	if o.inventory {
+		return p.printInventory(node, cfg, o)
 	}
 	if o.dryRun {
 		cfg.Policy.DryRun = true

@@ -32,7 +32,9 @@ type thermal struct {
 }
 
 // NewThermal checks every hwmon temperature input and thermal zone under
-// root against the configured limits.
+// root against the configured limits: CPU sensors against the cpu_*
+// limits, mlx5 HCA sensors against the hca_* limits, the rest against the
+// general ones.
 func NewThermal(root string, c config.Thermal) check.Check {
 	return &thermal{root: root, cfg: c}
 }
@@ -44,10 +46,16 @@ type sensor struct {
 	component string
 	name      string // hwmon name or zone type; exclude globs match it too
 	dev       string // hwmonN or thermal_zoneN
+	label     string // temp*_label, or "tempN" when there is none
+	index     int    // N of tempN_input
 	raw       string // the input attribute, trimmed
 	readErr   error
 	crit      float64 // the sensor's own critical limit, when hasCrit
 	hasCrit   bool
+	class     sensorClass
+	what      string // says which sensor the message is about, when the component does not
+	control   bool   // a control value that is reported, not judged (AMD Tctl beside Tdie)
+	pci       string // PCI address of the device, for the result's IDs
 }
 
 func (t *thermal) Run(ctx context.Context) []check.Result {
@@ -56,11 +64,17 @@ func (t *thermal) Run(ctx context.Context) []check.Result {
 			return stamp(nameThermal, []check.Result{errorf(componentHost, "bad exclude pattern %q: %v", g, err)})
 		}
 	}
-	hw, err := t.hwmonSensors(ctx)
+	// Links are followed only while they stay under root; compare
+	// resolved paths, as root itself may sit behind a link.
+	root := t.root
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	hw, err := hwmonSensors(ctx, root)
 	if err != nil {
 		return stamp(nameThermal, []check.Result{errorf(componentHost, "%v", err)})
 	}
-	zones, err := t.zoneSensors(ctx)
+	zones, err := zoneSensors(ctx, root)
 	if err != nil {
 		return stamp(nameThermal, []check.Result{errorf(componentHost, "%v", err)})
 	}
@@ -71,7 +85,9 @@ func (t *thermal) Run(ctx context.Context) []check.Result {
 	var out []check.Result
 	for _, s := range all {
 		if !t.excluded(s) {
-			out = append(out, t.judge(s))
+			r := t.judge(s)
+			r.IDs.PCIBusID = s.pci
+			out = append(out, r)
 		}
 	}
 	if len(out) == 0 {
@@ -93,34 +109,62 @@ func (t *thermal) excluded(s sensor) bool {
 }
 
 // judge turns one sensor into a result. A sensor that cannot be believed
-// is at most a WARN: a broken sensor must not drain a node.
+// never drains: what cannot be read is an ERROR, a number no hardware
+// could reach is a WARN (a broken sensor is worth a look, not a node).
 func (t *thermal) judge(s sensor) check.Result {
 	if s.readErr != nil {
 		return errorf(s.component, "%v", s.readErr)
 	}
 	mc, err := strconv.ParseInt(s.raw, 10, 64)
 	if err != nil {
-		return warnf(s.component, "implausible reading %s", quoteShort(s.raw))
+		return errorf(s.component, "reading %s is not a number", quoteShort(s.raw))
 	}
 	c := float64(mc) / 1000
 	if c < minPlausibleC || c > maxPlausibleC {
 		return warnf(s.component, "implausible reading %.1f°C", c)
 	}
-	limit, which := t.cfg.FailCelsius, "fail limit"
+	if s.control {
+		return okf(s.component, "control value %.1f°C, Tdie is judged instead", c)
+	}
+	warn, fail := t.limits(s.class)
+	limit, which := fail, "fail limit"
 	if t.cfg.UseSensorLimits && s.hasCrit && (limit <= 0 || s.crit < limit) {
 		limit, which = s.crit, "sensor crit limit"
+	}
+	v := fmt.Sprintf("%.1f°C", c)
+	if s.what != "" {
+		v = s.what + " " + v
 	}
 	// A limit of 0 (or less) is unset: no node runs that cold.
 	switch {
 	case limit > 0 && c >= limit:
-		return failf(s.component, "%.1f°C >= %s %.1f°C", c, which, limit)
-	case t.cfg.WarnCelsius > 0 && c >= t.cfg.WarnCelsius:
-		return warnf(s.component, "%.1f°C >= warn limit %.1f°C", c, t.cfg.WarnCelsius)
+		return failf(s.component, "%s >= %s %.1f°C", v, which, limit)
+	case warn > 0 && c >= warn:
+		return warnf(s.component, "%s >= warn limit %.1f°C", v, warn)
 	case limit > 0:
-		return okf(s.component, "%.1f°C < %s %.1f°C", c, which, limit)
+		return okf(s.component, "%s < %s %.1f°C", v, which, limit)
 	default:
-		return okf(s.component, "%.1f°C", c)
+		return okf(s.component, "%s", v)
 	}
+}
+
+// limits returns the warn and fail limits for a class of sensor; a class
+// limit of 0 falls back to the general one.
+func (t *thermal) limits(c sensorClass) (warn, fail float64) {
+	warn, fail = t.cfg.WarnCelsius, t.cfg.FailCelsius
+	pick := func(class, general float64) float64 {
+		if class > 0 {
+			return class
+		}
+		return general
+	}
+	switch c {
+	case classCPU:
+		return pick(t.cfg.CPUWarnCelsius, warn), pick(t.cfg.CPUFailCelsius, fail)
+	case classHCA:
+		return pick(t.cfg.HCAWarnCelsius, warn), pick(t.cfg.HCAFailCelsius, fail)
+	}
+	return warn, fail
 }
 
 // parseCrit reads a limit attribute in millidegrees; ok is false for
@@ -167,8 +211,8 @@ func indexed(name, prefix, suffix string) int {
 	return n
 }
 
-func (t *thermal) hwmonSensors(ctx context.Context) ([]sensor, error) {
-	class := at(t.root, "sys/class/hwmon")
+func hwmonSensors(ctx context.Context, root string) ([]sensor, error) {
+	class := at(root, "sys/class/hwmon")
 	devs, err := listDir(class, "hwmon")
 	if err != nil {
 		return nil, err
@@ -178,7 +222,7 @@ func (t *thermal) hwmonSensors(ctx context.Context) ([]sensor, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("interrupted: %w", ctx.Err())
 		}
-		ss, err := hwmonDevice(filepath.Join(class, d))
+		ss, err := hwmonDevice(root, filepath.Join(class, d))
 		if err != nil {
 			return nil, err
 		}
@@ -190,7 +234,7 @@ func (t *thermal) hwmonSensors(ctx context.Context) ([]sensor, error) {
 
 // hwmonDevice reads the temperature inputs of one hwmon device. Kernels
 // before 3.x kept the attributes in the device/ subdirectory.
-func hwmonDevice(dir string) ([]sensor, error) {
+func hwmonDevice(root, dir string) ([]sensor, error) {
 	dev := filepath.Base(dir)
 	name := dev
 	for _, f := range []string{"name", "device/name"} {
@@ -203,7 +247,11 @@ func hwmonDevice(dir string) ([]sensor, error) {
 	if err == nil && len(ss) == 0 {
 		ss, err = tempInputs(filepath.Join(dir, "device"), name, dev)
 	}
-	return ss, err
+	if err != nil {
+		return nil, err
+	}
+	classify(root, dir, name, ss)
+	return ss, nil
 }
 
 func tempInputs(dir, name, dev string) ([]sensor, error) {
@@ -222,7 +270,7 @@ func tempInputs(dir, name, dev string) ([]sensor, error) {
 		if err != nil || label == "" {
 			label = fmt.Sprintf("temp%d", i)
 		}
-		s := sensor{component: name + "/" + label, name: name, dev: dev}
+		s := sensor{component: name + "/" + label, name: name, dev: dev, label: label, index: i}
 		s.raw, s.readErr = readAttr(attr("input"))
 		if c, err := readAttr(attr("crit")); err == nil {
 			s.crit, s.hasCrit = parseCrit(c)
@@ -248,8 +296,8 @@ func disambiguate(ss []sensor) {
 	}
 }
 
-func (t *thermal) zoneSensors(ctx context.Context) ([]sensor, error) {
-	class := at(t.root, "sys/class/thermal")
+func zoneSensors(ctx context.Context, root string) ([]sensor, error) {
+	class := at(root, "sys/class/thermal")
 	zones, err := listDir(class, "thermal_zone")
 	if err != nil {
 		return nil, err
@@ -275,6 +323,11 @@ func zoneSensor(dir string) sensor {
 	s := sensor{component: zone + "/" + typ, name: typ, dev: zone}
 	s.raw, s.readErr = readAttr(filepath.Join(dir, "temp"))
 	s.crit, s.hasCrit = criticalTrip(dir)
+	if typ == "x86_pkg_temp" {
+		// The same die as coretemp's package sensor: judged with the
+		// CPU limits, or it would drain below them.
+		s.class = classCPU
+	}
 	return s
 }
 

@@ -1,6 +1,8 @@
 package sysfsfix
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path"
@@ -93,8 +95,44 @@ func build(n node) (*tree, error) {
 	b.cpuTemps()
 	b.rootPortsAndDevices()
 	b.t.raw("proc/modules", strings.Join(n.modules, "\n")+"\n")
+	b.sysModules()
+	// The ib.counters baseline is keyed by boot id, and host.memory reads
+	// MemTotal; a whole-node run over a tree needs both.
+	b.t.raw("proc/sys/kernel/random/boot_id", bootID(n.hostname)+"\n")
+	b.t.raw("proc/meminfo", meminfo)
 	return b.t, b.t.err
 }
+
+// sysModules writes /sys/module/<name> for every loaded module, as the
+// kernel does: initstate "live" and refcnt (the third /proc/modules field).
+// Checks that find a module through /sys (where /proc/modules is missing
+// or unreadable) see the same modules.
+func (b *builder) sysModules() {
+	for _, line := range b.n.modules {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		b.t.raw("sys/module/"+f[0]+"/initstate", "live\n")
+		b.t.raw("sys/module/"+f[0]+"/refcnt", f[2]+"\n")
+	}
+}
+
+// bootID is a fixed, well-formed boot id per tree, as the kernel writes it.
+func bootID(host string) string {
+	h := sha256.Sum256([]byte(host))
+	x := hex.EncodeToString(h[:16])
+	return x[0:8] + "-" + x[8:12] + "-4" + x[13:16] + "-8" + x[17:20] + "-" + x[20:32]
+}
+
+// meminfo is the head of /proc/meminfo on a 2 TiB node.
+const meminfo = `MemTotal:       2113389876 kB
+MemFree:        2041225664 kB
+MemAvailable:   2071004532 kB
+Buffers:          118272 kB
+Cached:          31458740 kB
+SwapCached:            0 kB
+`
 
 func (b *builder) system() {
 	n := b.n

@@ -25,8 +25,13 @@ func main() {
 	runs := flag.Int("runs", 30, "number of runs")
 	dry := flag.Bool("dry-run", true, "pass --dry-run")
 	simulate := flag.String("simulate", "", "pass --simulate MODEL (every GPU check against NVIDIA's simulated server)")
+	ib := flag.Bool("ib", false, "measure what the IB and topology checks add on a DGX H100 sysfs tree (root)")
 	flag.Parse()
-	if err := bench(*bin, *runs, *dry, *simulate); err != nil {
+	run := func() error { return bench(*bin, *runs, *dry, *simulate) }
+	if *ib {
+		run = func() error { return benchIB(*bin, *runs) }
+	}
+	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}

@@ -1,0 +1,90 @@
+package config
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestValidateIB(t *testing.T) {
+	tests := []struct {
+		name string
+		set  func(c *IB)
+		key  string // "" when the change is valid
+		msg  string
+	}{
+		{"exclude globs", func(c *IB) { c.Exclude = []string{"mlx5_8", "mlx5_*/2", "bnxt_re?"} }, "", ""},
+		{"exclude bad glob", func(c *IB) { c.Exclude = []string{"mlx5_["} }, "checks.ib.exclude", "not a device or device/port glob"},
+		{"exclude empty", func(c *IB) { c.Exclude = []string{""} }, "checks.ib.exclude", "glob"},
+		{"exclude blank", func(c *IB) { c.Exclude = []string{"mlx5_8 mlx5_9"} }, "checks.ib.exclude", "glob"},
+		{"expected_hcas none", func(c *IB) { c.Port.ExpectedHCAs = 0 }, "", ""},
+		{"expected_hcas -2", func(c *IB) { c.Port.ExpectedHCAs = -2 }, "checks.ib.port.expected_hcas", "want -1"},
+		{"expected_active_ports 8", func(c *IB) { c.Port.ExpectedActivePorts = 8 }, "", ""},
+		{"expected_active_ports -2", func(c *IB) { c.Port.ExpectedActivePorts = -2 }, "checks.ib.port.expected_active_ports", "want -1"},
+		{"min_rate_gbps 400", func(c *IB) { c.Port.MinRateGbps = 400 }, "", ""},
+		{"min_rate_gbps negative", func(c *IB) { c.Port.MinRateGbps = -1 }, "checks.ib.port.min_rate_gbps", "rate in Gb/s"},
+		{"min_rate_gbps NaN", func(c *IB) { c.Port.MinRateGbps = math.NaN() }, "checks.ib.port.min_rate_gbps", "rate in Gb/s"},
+		{"min_rate_gbps Inf", func(c *IB) { c.Port.MinRateGbps = math.Inf(1) }, "checks.ib.port.min_rate_gbps", "rate in Gb/s"},
+		{"link_layer InfiniBand", func(c *IB) { c.Port.LinkLayer = "InfiniBand" }, "", ""},
+		{"link_layer Ethernet", func(c *IB) { c.Port.LinkLayer = "Ethernet" }, "", ""},
+		{"link_layer case", func(c *IB) { c.Port.LinkLayer = "infiniband" }, "checks.ib.port.link_layer", "want one of"},
+		{"link_layer RoCE", func(c *IB) { c.Port.LinkLayer = "RoCE" }, "checks.ib.port.link_layer", "want one of"},
+		{"firmware", func(c *IB) { c.Port.Firmware = "28.39.2048" }, "", ""},
+		{"firmware control character", func(c *IB) { c.Port.Firmware = "28.39\n2048" }, "checks.ib.port.firmware", "not a firmware version"},
+		{"firmware padded", func(c *IB) { c.Port.Firmware = " 28.39.2048" }, "checks.ib.port.firmware", "not a firmware version"},
+		{"inactive fail", func(c *IB) { c.Port.Inactive = "fail" }, "", ""},
+		{"inactive drain", func(c *IB) { c.Port.Inactive = "drain" }, "checks.ib.port.inactive", "want one of"},
+		{"counter disabled", func(c *IB) { c.Counters.SymbolErrorMax = -1 }, "", ""},
+		{"counter zero", func(c *IB) { c.Counters.LinkDownedMax = 0 }, "", ""},
+		{"counter -2", func(c *IB) { c.Counters.PortXmitDiscardsMax = -2 }, "checks.ib.counters.port_xmit_discards_max", "want -1"},
+		{"gdr timeout negative", func(c *IB) { c.GDR.Timeout.Duration = -1 }, "checks.ib.gdr.timeout", "above 0s"},
+		{"counters timeout over deadline", func(c *IB) { c.Counters.Timeout.Duration = 1 << 40 }, "checks.ib.counters.timeout", "deadline"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			tt.set(&c.Checks.IB)
+			err := c.Validate()
+			if tt.key == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			var list ErrorList
+			if !errors.As(err, &list) || len(list) != 1 {
+				t.Fatalf("want one error for %s, got %v", tt.key, err)
+			}
+			if e := list[0]; e.Key != tt.key || !strings.Contains(e.Msg, tt.msg) {
+				t.Errorf("got %+v, want key %q and message containing %q", e, tt.key, tt.msg)
+			}
+		})
+	}
+}
+
+// The ib sections load strictly like every other: a typo or a wrong type
+// is an error with its line.
+func TestLoadIB(t *testing.T) {
+	good := "[checks.ib]\nexclude = [\"mlx5_8\"]\n[checks.ib.port]\nexpected_hcas = 8\nmin_rate_gbps = 400.0\ninactive = \"fail\"\n" +
+		"[checks.ib.counters]\nsymbol_error_max = -1\n[checks.ib.gdr]\nenabled = false\n"
+	c, err := Parse("ib.toml", []byte(good), "gpu001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ib := c.Checks.IB
+	if ib.Exclude[0] != "mlx5_8" || ib.Port.ExpectedHCAs != 8 || ib.Port.MinRateGbps != 400 || ib.Port.Inactive != "fail" ||
+		ib.Counters.SymbolErrorMax != -1 || ib.Counters.LinkDownedMax != 1 || ib.GDR.Enabled || !ib.Port.Enabled {
+		t.Errorf("got %+v", ib)
+	}
+	for _, tc := range []struct{ src, msg string }{
+		{"[checks.ib.port]\nexpected_hca = 8\n", "ib.toml:2:"},
+		{"[checks.ib.port]\nexpected_hcas = \"8\"\n", "ib.toml:2:"},
+		{"[checks.ib.port]\nlink_layer = \"IB\"\n", "ib.toml:2: checks.ib.port.link_layer"},
+		{"[checks.ib]\nexclude = \"mlx5_8\"\n", "ib.toml:2:"},
+	} {
+		if _, err := Parse("ib.toml", []byte(tc.src), "gpu001"); err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%q: got %v, want an error containing %q", tc.src, err, tc.msg)
+		}
+	}
+}

@@ -1,0 +1,353 @@
+// Package fabric is the fabric.manager check: NVIDIA Fabric Manager on
+// NVSwitch systems (design.md §5). Where NVSwitches are on the PCI bus it
+// checks, reading /proc, /sys and the log under a root and executing
+// nothing:
+//
+//  1. the nv-fabricmanager process is running;
+//  2. its systemd unit is what runs it (see unit.go);
+//  3. no fatal line in its log since the last run (see logscan.go and
+//     record for the cursor, rotation and how long a failure holds);
+//  4. with NVML, every GPU finished registering with the NVLink fabric.
+//
+// It reports one result, for component "host", naming the worst finding:
+//
+//	gpuhc: fabric.manager: host: nv-fabricmanager not running
+package fabric
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/gpu"
+	"github.com/gpuhc/gpuhc/internal/statefile"
+)
+
+// Name is the check's name.
+const Name = "fabric.manager"
+
+const componentHost = "host"
+
+// restartSlack: a fatal line stamped more than this before Fabric Manager
+// started is from an earlier instance. Stamps have whole seconds.
+const restartSlack = 2 * time.Second
+
+type manager struct {
+	root  string
+	cfg   config.FabricManager
+	node  *gpu.Node
+	state statefile.Dir
+	loc   *time.Location // the log's time zone: the node's
+
+	patterns []*regexp.Regexp
+	budget   int64
+	cfgErr   error
+}
+
+// NewManager is the fabric.manager check. root prefixes /proc, /sys, /run
+// and the log paths ("/" on a node); n is the GPU side (nil, or a node
+// without GPUs, leaves the fabric registration out); st keeps the log
+// cursor and what must hold between runs (never written when
+// st.ReadOnly, as in a dry run).
+func NewManager(root string, c config.FabricManager, n *gpu.Node, st statefile.Dir) check.Check {
+	m := &manager{root: root, cfg: c, node: n, state: st, loc: time.Local}
+	for _, p := range c.FatalPatterns {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			m.cfgErr = fmt.Errorf("fatal pattern %q: %w", p, err)
+			break
+		}
+		m.patterns = append(m.patterns, re)
+	}
+	if m.cfgErr == nil && c.Log != "" {
+		b, err := config.ParseSize(c.MaxRead)
+		switch {
+		case err != nil:
+			m.cfgErr = fmt.Errorf("max_read: %w", err)
+		case b == 0:
+			m.cfgErr = errors.New("max_read is 0")
+		}
+		m.budget = int64(min(b, config.MaxFabricMaxRead))
+	}
+	return m
+}
+
+func (m *manager) Name() string { return Name }
+
+// finding is one part's verdict; the result is the worst of them.
+type finding struct {
+	status check.Status
+	msg    string
+}
+
+type verdict struct {
+	findings []finding
+	ok       []string // what was found healthy, for the OK message
+	notes    []string // remarks on an OK or WARN run
+}
+
+func (v *verdict) add(st check.Status, format string, a ...any) {
+	v.findings = append(v.findings, finding{st, fmt.Sprintf(format, a...)})
+}
+
+func (m *manager) Run(ctx context.Context) []check.Result {
+	ctx, cancel := check.FinishEarly(ctx)
+	defer cancel()
+	if m.cfgErr != nil {
+		return result(check.Error, "bad configuration: %v", m.cfgErr)
+	}
+	pci, err := findNVSwitches(m.root)
+	if err != nil {
+		return result(check.Error, "cannot list PCI devices: %v", err)
+	}
+	if len(pci.switches) == 0 {
+		if pci.unreadable > 0 {
+			return result(check.Error, "no NVSwitch found, but %d PCI devices unreadable: %v", pci.unreadable, pci.firstErr)
+		}
+		return result(check.Skip, "no NVSwitch on the PCI bus")
+	}
+
+	var v verdict
+	rec, err := load(m.state)
+	if err != nil {
+		v.add(check.Error, "cannot read the log cursor, starting at the log's end: %v", err)
+	}
+	inst, known := m.process(ctx, &v)
+	if f := rec.Fatal; f != nil && known {
+		switch f.Instance {
+		case inst.id:
+		case unknownInstance:
+			f.Instance = inst.id
+		default:
+			rec.Fatal = nil // Fabric Manager restarted, or the node rebooted
+		}
+	}
+	running := known && inst.id != ""
+	if running {
+		m.unit(inst, &v)
+	}
+	m.log(ctx, &rec, inst, known, &v)
+	if running {
+		m.gpus(ctx, &rec, inst, &v)
+	} else {
+		rec.PendingUnder = ""
+	}
+	if err := m.state.Save(stateFile, rec); err != nil {
+		v.add(check.Error, "cannot save the log cursor, lines will be read again: %v", err)
+	}
+	return v.result()
+}
+
+// process finds Fabric Manager; known is false when /proc could not tell.
+func (m *manager) process(ctx context.Context, v *verdict) (in instance, known bool) {
+	name := m.cfg.Process
+	sc, err := scanProcs(ctx, m.root, name)
+	if err != nil {
+		v.add(check.Error, "cannot list processes: %v", err)
+		return instance{}, false
+	}
+	p, ok := sc.oldest()
+	switch {
+	case !ok && sc.unreadable > 0:
+		v.add(check.Error, "%s not found, but %d processes unreadable: %v", name, sc.unreadable, sc.firstErr)
+		return instance{}, false
+	case !ok:
+		v.add(check.Fail, "%s not running", name)
+		return instance{}, true
+	}
+	btime, err := bootTime(m.root)
+	if err != nil {
+		v.add(check.Error, "cannot tell when %s started: %v", name, err)
+	}
+	in = newInstance(p, btime)
+	in.procs = sc.procs
+	v.ok = append(v.ok, fmt.Sprintf("%s running (pid %d)", name, p.pid))
+	return in, true
+}
+
+// unit judges the systemd unit. Running outside it is a WARN, not a FAIL:
+// jobs need the daemon, not the unit, and a daemon started by hand or by
+// a container (the GPU operator's driver container runs it) serves the
+// fabric as well; what is lost is only systemd restarting it, and a dead
+// daemon FAILs on its own.
+func (m *manager) unit(in instance, v *verdict) {
+	if m.cfg.Unit == "" {
+		return
+	}
+	if !systemdBooted(m.root) {
+		v.notes = append(v.notes, "no systemd, unit not checked")
+		return
+	}
+	active, err := unitActive(m.root, m.cfg.Unit, in.procs)
+	switch {
+	case err != nil:
+		v.add(check.Error, "cannot tell whether unit %s is active: %v", m.cfg.Unit, err)
+	case !active:
+		v.add(check.Warn, "%s running, unit %s not active", m.cfg.Process, m.cfg.Unit)
+	default:
+		v.ok = append(v.ok, fmt.Sprintf("unit %s active", m.cfg.Unit))
+	}
+}
+
+// log reads the log since the cursor and judges its fatal lines.
+func (m *manager) log(ctx context.Context, rec *record, in instance, known bool, v *verdict) {
+	if m.cfg.Log == "" {
+		rec.Fatal = nil // log reading turned off since it was seen
+		return
+	}
+	rotated := m.cfg.RotatedLog
+	if rotated == "" {
+		rotated = m.cfg.Log + ".1"
+	}
+	r := &logReader{path: at(m.root, m.cfg.Log), rotated: at(m.root, rotated),
+		patterns: m.patterns, budget: m.budget, loc: m.loc}
+	sc, err := r.scan(ctx, rec.Log)
+	rec.Log = sc.next
+	if err != nil {
+		v.add(check.Error, "cannot read the Fabric Manager log: %v", err)
+	}
+	var current, earlier []fatalLine
+	for _, l := range sc.fatal {
+		if !in.started.IsZero() && !l.when.IsZero() && l.when.Before(in.started.Add(-restartSlack)) {
+			earlier = append(earlier, l)
+		} else {
+			current = append(current, l)
+		}
+	}
+	if len(earlier) > 0 {
+		v.add(check.Warn, "fatal line in log from before %s restarted: %s", m.cfg.Process, quoteLines(earlier))
+	}
+	switch {
+	case len(current) > 0:
+		id := in.id
+		if !known {
+			id = unknownInstance
+		}
+		rec.Fatal = &sticky{Message: "fatal line in log: " + quoteLines(current), Instance: id}
+		v.add(check.Fail, "%s", rec.Fatal.Message)
+	case rec.Fatal != nil:
+		v.add(check.Fail, "%s", rec.Fatal.Message)
+	case err == nil:
+		v.ok = append(v.ok, "log: no fatal lines")
+	}
+	switch {
+	case sc.started:
+		v.notes = append(v.notes, "log cursor started at the log's end")
+	case sc.lost:
+		v.notes = append(v.notes, "log rotated, its old tail not found")
+	}
+	if sc.skipped > 0 {
+		v.notes = append(v.notes, fmt.Sprintf("skipped %d log bytes over max_read", sc.skipped))
+	}
+}
+
+// quoteLines quotes the first fatal line, cut short, and counts the rest.
+func quoteLines(ls []fatalLine) string {
+	s := fmt.Sprintf("%q", cut(printable(ls[0].text), 150))
+	if len(ls) > 1 {
+		s += fmt.Sprintf(" (+%d more)", len(ls)-1)
+	}
+	return s
+}
+
+// gpus judges the GPUs' fabric registration while Fabric Manager runs.
+func (m *manager) gpus(ctx context.Context, rec *record, in instance, v *verdict) {
+	pendingBefore := rec.PendingUnder == in.id
+	rec.PendingUnder = ""
+	if m.node == nil {
+		return
+	}
+	reports, err := gpu.FabricReports(ctx, m.node)
+	switch {
+	case errors.Is(err, gpu.ErrNoGPUs):
+		return
+	case err != nil:
+		v.add(check.Error, "cannot read GPU fabric state: %v", err)
+		return
+	}
+	var pending, failed []string
+	byState := map[string][]string{}
+	completed := 0
+	for _, r := range reports {
+		comp := r.GPU.Component()
+		switch {
+		case r.Hung:
+			v.add(check.Error, "cannot read GPU fabric state: NVML did not answer on %s", comp)
+		case !r.Supported(): // PCIe or pre-Hopper: no fabric state to judge
+		case r.Ret != nvml.SUCCESS:
+			v.add(check.Error, "cannot read GPU fabric state of %s: %s", comp, nvml.ErrorString(r.Ret))
+		case r.Pending():
+			if len(byState[r.State]) == 0 {
+				pending = append(pending, r.State)
+			}
+			byState[r.State] = append(byState[r.State], comp)
+		case r.State != "completed":
+			v.add(check.Error, "unknown fabric state on %s", comp)
+		case r.Status != nvml.SUCCESS:
+			failed = append(failed, fmt.Sprintf("%s (%s)", comp, nvml.ErrorString(r.Status)))
+		default:
+			completed++
+		}
+	}
+	if len(failed) > 0 {
+		v.add(check.Fail, "%s running but fabric registration failed: %s", m.cfg.Process, strings.Join(failed, ", "))
+	}
+	if len(pending) > 0 {
+		groups := make([]string, 0, len(pending))
+		for _, st := range pending {
+			groups = append(groups, fmt.Sprintf("%s state %s", strings.Join(byState[st], ","), st))
+		}
+		list := strings.Join(groups, ", ")
+		rec.PendingUnder = in.id
+		if pendingBefore {
+			v.add(check.Fail, "%s running but fabric not initialised: %s", m.cfg.Process, list)
+		} else {
+			v.add(check.Warn, "%s running, fabric not initialised yet: %s (first sighting)", m.cfg.Process, list)
+		}
+	}
+	if completed > 0 && len(pending) == 0 && len(failed) == 0 {
+		v.ok = append(v.ok, fmt.Sprintf("fabric completed on %d GPUs", completed))
+	}
+}
+
+// result is the worst finding's message (all findings of that status,
+// joined); remarks go with an OK or WARN verdict only.
+func (v *verdict) result() []check.Result {
+	worst := check.OK
+	for _, f := range v.findings {
+		worst = max(worst, f.status)
+	}
+	var parts []string
+	if worst == check.OK {
+		parts = v.ok
+	}
+	for _, f := range v.findings {
+		if f.status == worst {
+			parts = append(parts, f.msg)
+		}
+	}
+	msg := strings.Join(parts, ", ")
+	if worst != check.OK {
+		msg = strings.Join(parts, "; ")
+	}
+	if worst <= check.Warn && len(v.notes) > 0 {
+		msg += " (" + strings.Join(v.notes, "; ") + ")"
+	}
+	return result(worst, "%s", msg)
+}
+
+func result(st check.Status, format string, a ...any) []check.Result {
+	act := check.ActionNone
+	if st == check.Fail {
+		act = check.ActionDrain
+	}
+	return []check.Result{{Check: Name, Component: componentHost, Status: st, Action: act,
+		Message: printable(fmt.Sprintf(format, a...))}}
+}

@@ -1,0 +1,86 @@
+package healthcheck
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/sysfsfix"
+)
+
+// runProgram runs gpuhc-healthcheck with args as node gpu007.
+func runProgram(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	p := Program{
+		Args:     args,
+		Getenv:   func(k string) string { return map[string]string{"SLURMD_NODENAME": "gpu007"}[k] },
+		Hostname: func() (string, error) { return "", errors.New("no host name in tests") },
+		Stdout:   &out, Stderr: &errb,
+		Exit: func(c int) { t.Fatalf("watchdog fired with %d", c) },
+	}
+	return p.Main(), out.String(), errb.String()
+}
+
+// Bring-up: --print-inventory on a known-good DGX H100 writes a fragment
+// that loads as configuration, pins what the node has, and that the node
+// then passes; the same fragment makes a degraded node fail.
+func TestPrintInventory(t *testing.T) {
+	root := sysfsfix.Tree(t, sysfsfix.H100NDR)
+	dir := t.TempDir()
+	base := fmt.Sprintf("root = %q\nstate_dir = %q\nlock_file = %q\n[events]\nfile = \"\"\n[checks.ib]\nexclude = [\"mlx5_8\"]\n[checks.fabric.manager]\nenabled = false\n",
+		root, filepath.Join(dir, "state"), filepath.Join(dir, "lock"))
+	cfgPath := filepath.Join(dir, "gpuhc.toml")
+	must(t, os.WriteFile(cfgPath, []byte(base), 0o644))
+
+	code, out, errOut := runProgram(t, "--config", cfgPath, "--simulate", "dgxh100", "--print-inventory")
+	if code != ExitHealthy {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	for _, want := range []string{
+		"expected = 8\n", "expected_hcas = 8\n", "expected_active_ports = 8\n", "min_rate_gbps = 400.0\n",
+		`link_layer = "InfiniBand"`, `firmware = "28.39.2048"`, `"0000:5d:00.0=mlx5_3", # gpu3: same PCIe switch`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inventory lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state")); err == nil {
+		t.Errorf("--print-inventory wrote a state directory")
+	}
+
+	// The fragment goes into the config as it is (the [checks.ib] table
+	// is already there, so it is not repeated).
+	full := base + "\n" + out
+	if _, err := config.Parse("inventory", []byte(full), "gpu007"); err != nil {
+		t.Fatalf("fragment does not load: %v\n%s", err, full)
+	}
+	must(t, os.WriteFile(cfgPath, []byte(full), 0o644))
+	code, out, _ = runProgram(t, "--config", cfgPath, "--simulate", "dgxh100", "--dry-run")
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "ib.") || strings.HasPrefix(line, "topology") || strings.HasPrefix(line, "gpu.count") {
+			if f := strings.Fields(line); len(f) < 3 || f[2] != "OK" {
+				t.Errorf("known-good node with its own inventory: %s", line)
+			}
+		}
+	}
+
+	sysfsfix.Set(t, root, sysfsfix.PortDir("mlx5_3", 1)+"/rate", "200 Gb/sec (4X HDR)")
+	code, out, _ = runProgram(t, "--config", cfgPath, "--simulate", "dgxh100", "--dry-run")
+	if code != ExitFail || !strings.Contains(out, "would-drain: gpuhc: ib.port: mlx5_3/1 (0000:5e:00.0): rate 200 Gb/sec < expected 400") {
+		t.Errorf("degraded port with the inventory: exit %d\n%s", code, out)
+	}
+}
+
+func TestPrintInventoryBadConfig(t *testing.T) {
+	cfgPath := filepath.Join(t.TempDir(), "gpuhc.toml")
+	must(t, os.WriteFile(cfgPath, []byte("[checks.ib]\nexclude = [\"[\"]\n"), 0o644))
+	if code, _, _ := runProgram(t, "--config", cfgPath, "--print-inventory"); code != ExitUsage {
+		t.Errorf("bad config: exit %d, want %d", code, ExitUsage)
+	}
+}

@@ -1,0 +1,240 @@
+package ib
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+
+	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/statefile"
+)
+
+// countersStateFile keeps each port's error counters for the next run.
+const countersStateFile = "ib-counters.json"
+
+// portCounter is one judged counter of ports/<n>/counters/.
+type portCounter struct {
+	name string
+	max  func(config.IBCounters) int64
+}
+
+var portCounters = []portCounter{
+	{"symbol_error", func(c config.IBCounters) int64 { return c.SymbolErrorMax }},
+	{"link_downed", func(c config.IBCounters) int64 { return c.LinkDownedMax }},
+	{"link_error_recovery", func(c config.IBCounters) int64 { return c.LinkErrorRecoveryMax }},
+	{"port_rcv_errors", func(c config.IBCounters) int64 { return c.PortRcvErrorsMax }},
+	{"port_rcv_remote_physical_errors", func(c config.IBCounters) int64 { return c.PortRcvRemotePhysicalErrorsMax }},
+	{"port_xmit_discards", func(c config.IBCounters) int64 { return c.PortXmitDiscardsMax }},
+	{"local_link_integrity_errors", func(c config.IBCounters) int64 { return c.LocalLinkIntegrityErrorsMax }},
+	{"excessive_buffer_overrun_errors", func(c config.IBCounters) int64 { return c.ExcessiveBufferOverrunErrorsMax }},
+}
+
+// countersState is ib-counters.json. Counters restart at a reboot, so a
+// record from another boot is no baseline. Ports are keyed "mlx5_0/1";
+// only ports seen in the last run are kept, which bounds the record.
+type countersState struct {
+	BootID string                       `json:"boot_id"`
+	Ports  map[string]map[string]uint64 `json:"ports"`
+}
+
+type countersCheck struct {
+	root  string
+	cfg   config.IB
+	state statefile.Dir
+}
+
+// NewCounters checks that no port error counter grew by more than its
+// limit since the previous run. The first run, a new boot and a counter
+// that went down (driver reload, perfquery -R) take a new baseline.
+func NewCounters(root string, c config.IB, st statefile.Dir) check.Check {
+	return &countersCheck{root: root, cfg: c, state: st}
+}
+
+func (c *countersCheck) Name() string { return nameCounters }
+
+var bootIDRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+func (c *countersCheck) bootID() (string, error) {
+	p := filepath.Join(c.root, "proc/sys/kernel/random/boot_id")
+	s, err := readAttr(p)
+	if err != nil {
+		return "", err
+	}
+	if !bootIDRe.MatchString(s) {
+		return "", fmt.Errorf("%s: not a boot id: %s", p, quoteShort(s))
+	}
+	return s, nil
+}
+
+func (c *countersCheck) Run(ctx context.Context) []check.Result {
+	all, err := Discover(ctx, c.root)
+	if err != nil {
+		if ctx.Err() != nil {
+			return []check.Result{interrupted(ctx, nameCounters)}
+		}
+		return []check.Result{result(nameCounters, componentHost, check.Error, "cannot list RDMA devices: %s", errText(err))}
+	}
+	hcas := included(all, c.cfg.Exclude)
+	if len(hcas) == 0 {
+		// Nothing to judge, so nothing else (the boot id) may fail the run.
+		return c.noDevices(len(all))
+	}
+	var out []check.Result
+	boot, bootErr := c.bootID()
+	if bootErr != nil {
+		// Without a boot id a reboot cannot be told, so every port takes
+		// a new baseline rather than risk comparing with another boot.
+		out = append(out, result(nameCounters, componentHost, check.Error, "cannot read boot id, counters re-baselined: %s", errText(bootErr)))
+	}
+	var prev countersState
+	// A corrupt record only costs one run of deltas; the save below
+	// replaces it.
+	if c.state.Load(countersStateFile, &prev) != nil || bootErr != nil || prev.BootID != boot {
+		prev = countersState{}
+	}
+	next := countersState{BootID: boot, Ports: map[string]map[string]uint64{}}
+	for _, h := range hcas {
+		for _, p := range h.Ports {
+			if ctx.Err() != nil {
+				return append(out, interrupted(ctx, nameCounters))
+			}
+			comp := portName(h.Name, p.Num)
+			now, r := c.judgePort(h.Name, p.Num, prev.Ports[comp])
+			r.IDs.PCIBusID = h.PCIAddr
+			out = append(out, r)
+			if now != nil {
+				next.Ports[comp] = now
+			}
+		}
+	}
+	if next.BootID == prev.BootID && maps.EqualFunc(next.Ports, prev.Ports, maps.Equal) {
+		// Steady state: error counters rarely move, and rewriting (and
+		// fsyncing) the same record every run would be most of this
+		// check's cost.
+		return out
+	}
+	if err := c.state.Save(countersStateFile, next); err != nil {
+		out = append(out, result(nameCounters, componentHost, check.Error, "cannot keep IB counters: %s", errText(err)))
+	}
+	return out
+}
+
+// noDevices is the result on a node without (included) RDMA devices. A
+// record left from ports that have gone is emptied; a node that never had
+// any gets no file.
+func (c *countersCheck) noDevices(found int) []check.Result {
+	out := []check.Result{result(nameCounters, componentHost, check.Skip, "no RDMA devices%s", excludedNote(found))}
+	var prev countersState
+	if err := c.state.Load(countersStateFile, &prev); err == nil && len(prev.Ports) == 0 {
+		return out
+	}
+	if err := c.state.Save(countersStateFile, countersState{Ports: map[string]map[string]uint64{}}); err != nil {
+		out = append(out, result(nameCounters, componentHost, check.Error, "cannot keep IB counters: %s", errText(err)))
+	}
+	return out
+}
+
+// judgePort reads one port's counters and compares them with prev. It
+// returns what to keep for the next run: the values read; prev when they
+// could not be read (the next run compares against the last good values);
+// nil when the port has no counters.
+func (c *countersCheck) judgePort(dev string, port int, prev map[string]uint64) (map[string]uint64, check.Result) {
+	comp := portName(dev, port)
+	dir := filepath.Join(c.root, classDir, dev, "ports", strconv.Itoa(port), "counters")
+	now, err := readCounters(dir)
+	switch {
+	case err != nil:
+		return prev, result(nameCounters, comp, check.Error, "cannot read counters: %s", errText(err))
+	case len(now) == 0:
+		return nil, result(nameCounters, comp, check.Skip, "no error counters")
+	case prev == nil:
+		return now, result(nameCounters, comp, check.OK, "baseline recorded")
+	}
+	v := verdict{name: nameCounters, comp: comp}
+	compared, reset := 0, false
+	for _, pc := range portCounters {
+		b, ok := now[pc.name]
+		a, had := prev[pc.name]
+		limit := pc.max(c.cfg.Counters)
+		if !ok || !had || limit < 0 {
+			continue
+		}
+		compared++
+		d := b - a
+		if b < a {
+			// Cleared since the last run: what it counts now is all new.
+			d, reset = b, true
+		}
+		c.judgeDelta(&v, pc.name, d, limit)
+	}
+	okMsg := "error deltas within limits"
+	switch {
+	case compared == 0:
+		okMsg = "baseline recorded"
+	case reset:
+		okMsg = "counters were reset, new baseline; deltas within limits"
+	}
+	return now, v.result(okMsg)
+}
+
+func (c *countersCheck) judgeDelta(v *verdict, name string, d uint64, limit int64) {
+	over := d > uint64(limit)
+	if name == "link_downed" {
+		times := "times"
+		if d == 1 {
+			times = "time"
+		}
+		switch {
+		case over:
+			v.add(check.Fail, fmt.Sprintf("link flapped %d %s since last run (max %d)", d, times, limit))
+		case d > 0:
+			// Within the limit a flap is still news: jobs on the link may
+			// have failed.
+			v.add(check.Warn, fmt.Sprintf("link flapped %d %s since last run", d, times))
+		}
+		return
+	}
+	if over {
+		v.add(check.Fail, fmt.Sprintf("%s +%d since last run > max %d", name, d, limit))
+	}
+}
+
+// readCounters reads the judged counters of one port. A missing counters
+// directory, or a counter the driver does not offer, is absent from the
+// map; anything else that cannot be read, or is not a decimal count, is an
+// error.
+func readCounters(dir string) (map[string]uint64, error) {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	out := map[string]uint64{}
+	var errs []error
+	for _, pc := range portCounters {
+		p := filepath.Join(dir, pc.name)
+		s, err := readAttr(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			errs = append(errs, err)
+			continue
+		}
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: not a count: %s", p, quoteShort(s)))
+			continue
+		}
+		out[pc.name] = n
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,283 @@
+package ib
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/Mellanox/rdmamap"
+)
+
+// Port is one port of an RDMA device as sysfs shows it. A field that could
+// not be read or made sense of is left zero and its error joined into Err,
+// so that a readable "state DOWN" is still judged when "rate" is garbage.
+type Port struct {
+	Num       int
+	State     string // "ACTIVE", from "4: ACTIVE"
+	PhysState string // "LinkUp", from "5: LinkUp"
+	RateGbps  float64
+	RateText  string // "400 Gb/sec (4X NDR)"
+	LinkLayer string // "InfiniBand" or "Ethernet"
+	Netdevs   []string
+	Err       error // attribute unreadable or garbage
+}
+
+// HCA is one RDMA device.
+type HCA struct {
+	Name    string // "mlx5_0"
+	PCIAddr string // "0000:19:00.0", lower case; "" if unknown (an SF, a soft device)
+	FW      string // fw_ver; "" if unreadable
+	Ports   []Port
+}
+
+// classDir is where the kernel lists RDMA devices, relative to the root.
+const classDir = "sys/class/infiniband"
+
+// maxNetdevIndex bounds how many GID entries are read for netdev names: a
+// RoCE port has 255 and every unused one answers EINVAL, which would cost
+// a thousand reads a run. The kernel fills the default GIDs from index 0,
+// so the port's own netdev is always among the first.
+const maxNetdevIndex = 8
+
+// Discover lists RDMA devices and their ports under root, sorted by name
+// and port. With root "/" the device and port lists come from
+// github.com/Mellanox/rdmamap; any other root (fixtures) is walked with the
+// same rules under root/sys/class/infiniband. Attributes are read here in
+// both cases, because rdmamap swallows read errors. A node without
+// /sys/class/infiniband has no HCAs (nil, nil).
+func Discover(ctx context.Context, root string) ([]HCA, error) {
+	class := filepath.Join(root, classDir)
+	if _, err := os.Stat(class); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("stat %s: %w", class, bare(err))
+	}
+	live := filepath.Clean(root) == "/"
+	var names []string
+	if live {
+		names = rdmamap.GetRdmaDeviceList()
+	} else {
+		var err error
+		if names, err = listDevices(class); err != nil {
+			return nil, err
+		}
+	}
+	slices.Sort(names)
+	var out []HCA
+	for _, name := range names {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("discover RDMA devices: %w", err)
+		}
+		if !validName(name) {
+			continue
+		}
+		var ports []string
+		if live {
+			ports = rdmamap.GetPorts(name)
+		} else {
+			ports = listPorts(filepath.Join(class, name, "ports"))
+		}
+		out = append(out, readHCA(class, name, ports))
+	}
+	return out, nil
+}
+
+// listDevices follows rdmamap.GetRdmaDeviceList: the class directory's
+// entries that are not directories (the kernel makes them symlinks).
+func listDevices(class string) ([]string, error) {
+	ents, err := os.ReadDir(class)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", class, bare(err))
+	}
+	var names []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+// listPorts follows rdmamap.GetPorts: every entry of ports/, and none when
+// it cannot be read.
+func listPorts(dir string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func readHCA(class, name string, portNames []string) HCA {
+	dev := filepath.Join(class, name)
+	h := HCA{Name: name, PCIAddr: pciAddr(dev)}
+	if fw, err := readAttr(filepath.Join(dev, "fw_ver")); err == nil && printableValue(fw) {
+		h.FW = fw
+	}
+	for _, p := range portNames {
+		// The kernel names ports 1..N; anything else is not a port.
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 255 || strconv.Itoa(n) != p {
+			continue
+		}
+		h.Ports = append(h.Ports, readPort(filepath.Join(dev, "ports", p), n))
+	}
+	slices.SortFunc(h.Ports, func(a, b Port) int { return a.Num - b.Num })
+	return h
+}
+
+var pciRe = regexp.MustCompile(`^[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
+
+// pciAddr finds the PCI function behind a device. The class entry links to
+// .../<pci>/infiniband/<dev>; the device/ link, where present, names the
+// parent directly. Neither is read through, so a fixture's links need not
+// resolve outside it.
+func pciAddr(dev string) string {
+	if target, err := os.Readlink(dev); err == nil {
+		parts := strings.Split(filepath.ToSlash(target), "/")
+		if n := len(parts); n >= 3 && parts[n-2] == "infiniband" {
+			if a := strings.ToLower(parts[n-3]); pciRe.MatchString(a) {
+				return a
+			}
+		}
+	}
+	if target, err := os.Readlink(filepath.Join(dev, "device")); err == nil {
+		if a := strings.ToLower(path.Base(filepath.ToSlash(target))); pciRe.MatchString(a) {
+			return a
+		}
+	}
+	return ""
+}
+
+func readPort(dir string, num int) Port {
+	p := Port{Num: num}
+	var errs []error
+	var err error
+	if p.State, err = readEnumAttr(filepath.Join(dir, "state")); err != nil {
+		errs = append(errs, err)
+	}
+	if p.PhysState, err = readEnumAttr(filepath.Join(dir, "phys_state")); err != nil {
+		errs = append(errs, err)
+	}
+	if p.RateText, p.RateGbps, err = readRate(filepath.Join(dir, "rate")); err != nil {
+		errs = append(errs, err)
+	}
+	if p.LinkLayer, err = readAttr(filepath.Join(dir, "link_layer")); err != nil {
+		errs = append(errs, err)
+	} else if p.LinkLayer != "InfiniBand" && p.LinkLayer != "Ethernet" {
+		errs = append(errs, fmt.Errorf("%s: unknown link layer %s", filepath.Join(dir, "link_layer"), quoteShort(p.LinkLayer)))
+		p.LinkLayer = ""
+	}
+	p.Netdevs = readNetdevs(filepath.Join(dir, "gid_attrs", "ndevs"))
+	p.Err = errors.Join(errs...)
+	return p
+}
+
+// enumRe matches "4: ACTIVE" and "5: LinkUp"; phys_state names may hold
+// spaces ("7: Phy Test") or dashes.
+var enumRe = regexp.MustCompile(`^[0-9]{1,3}: ([A-Za-z][A-Za-z0-9 _-]{0,39})$`)
+
+// readEnumAttr reads a "<number>: <name>" attribute and returns the name.
+func readEnumAttr(p string) (string, error) {
+	s, err := readAttr(p)
+	if err != nil {
+		return "", err
+	}
+	m := enumRe.FindStringSubmatch(s)
+	if m == nil {
+		return "", fmt.Errorf("%s: not a port state: %s", p, quoteShort(s))
+	}
+	return m[1], nil
+}
+
+// readRate reads "400 Gb/sec (4X NDR)" (or "2.5 Gb/sec (1X SDR)", or the
+// bare "0 GB/sec" some kernels write for a link without speed).
+func readRate(p string) (string, float64, error) {
+	s, err := readAttr(p)
+	if err != nil {
+		return "", 0, err
+	}
+	f := strings.Fields(s)
+	if len(f) < 2 || !strings.EqualFold(f[1], "Gb/sec") || !printableValue(s) {
+		return "", 0, fmt.Errorf("%s: not a rate: %s", p, quoteShort(s))
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) || v > 1e6 {
+		return "", 0, fmt.Errorf("%s: not a rate: %s", p, quoteShort(s))
+	}
+	return s, v, nil
+}
+
+// readNetdevs reads the netdev names of the port's first GIDs. They are
+// for display and for the topology check, never judged: an IB port has
+// none, and an unused GID answers EINVAL, so errors end the scan quietly.
+func readNetdevs(dir string) []string {
+	var out []string
+	for i := range maxNetdevIndex {
+		s, err := readAttr(filepath.Join(dir, strconv.Itoa(i)))
+		if err != nil {
+			break
+		}
+		if validName(s) && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// validName accepts a device or netdev name: one short printable word.
+func validName(s string) bool {
+	if s == "" || len(s) > 64 || s == "." || s == ".." {
+		return false
+	}
+	for _, r := range s {
+		if r <= ' ' || r >= 0x7f || r == '/' {
+			return false
+		}
+	}
+	return true
+}
+
+// printableValue accepts a one-line ASCII attribute such as fw_ver.
+func printableValue(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		if r < ' ' || r >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// Excluded reports whether device dev, or its port "dev/port", matches
+// one of the exclude globs ("mlx5_8", "mlx5_8/1", "mlx5_*"). A glob that
+// names a device excludes all its ports; port 0 asks about the device
+// alone. Globs are path.Match patterns, so "*" does not cross the "/".
+func Excluded(exclude []string, dev string, port int) bool {
+	for _, g := range exclude {
+		if ok, _ := path.Match(g, dev); ok {
+			return true
+		}
+		if port > 0 {
+			if ok, _ := path.Match(g, dev+"/"+strconv.Itoa(port)); ok {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,223 @@
+package ib
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/config"
+)
+
+type portCheck struct {
+	root string
+	cfg  config.IB
+}
+
+// NewPort checks each RDMA port that is not excluded: state ACTIVE and
+// phys_state LinkUp, rate at least min_rate_gbps, the configured link
+// layer; each HCA's firmware against the pin; and the node's HCA and
+// active-port counts.
+func NewPort(root string, c config.IB) check.Check {
+	return &portCheck{root: root, cfg: c}
+}
+
+func (c *portCheck) Name() string { return namePort }
+
+func (c *portCheck) Run(ctx context.Context) []check.Result {
+	all, err := Discover(ctx, c.root)
+	if err != nil {
+		if ctx.Err() != nil {
+			return []check.Result{interrupted(ctx, namePort)}
+		}
+		return []check.Result{result(namePort, componentHost, check.Error, "cannot list RDMA devices: %s", errText(err))}
+	}
+	hcas := included(all, c.cfg.Exclude)
+	p := c.cfg.Port
+	if len(hcas) == 0 && p.ExpectedHCAs <= 0 && p.ExpectedActivePorts <= 0 {
+		return []check.Result{result(namePort, componentHost, check.Skip, "no RDMA devices%s", excludedNote(len(all)))}
+	}
+	var out []check.Result
+	var n portCount
+	for _, h := range hcas {
+		if p.Firmware != "" {
+			out = append(out, c.judgeFirmware(h))
+		}
+		for _, pt := range h.Ports {
+			n.add(h.Name, pt)
+			out = append(out, c.judgePort(h, pt))
+		}
+	}
+	return append(out, c.judgeCounts(all, hcas, n))
+}
+
+// portCount tallies the judged ports by state. A port whose state could
+// not be read is neither active nor inactive: it may not turn a count
+// into a FAIL.
+type portCount struct {
+	all, active, unknown int
+	inactive             []string
+}
+
+func (n *portCount) add(dev string, p Port) {
+	n.all++
+	switch {
+	case isActive(p):
+		n.active++
+	case isInactive(p):
+		n.inactive = append(n.inactive, portName(dev, p.Num))
+	default:
+		n.unknown++
+	}
+}
+
+// included drops excluded devices, and excluded ports of the others.
+func included(all []HCA, exclude []string) []HCA {
+	var out []HCA
+	for _, h := range all {
+		if Excluded(exclude, h.Name, 0) {
+			continue
+		}
+		h.Ports = slices.DeleteFunc(slices.Clone(h.Ports), func(p Port) bool { return Excluded(exclude, h.Name, p.Num) })
+		out = append(out, h)
+	}
+	return out
+}
+
+func excludedNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d excluded)", n)
+}
+
+func portName(dev string, num int) string { return dev + "/" + strconv.Itoa(num) }
+
+func isActive(p Port) bool { return p.State == "ACTIVE" && p.PhysState == "LinkUp" }
+
+// isInactive is true when what could be read shows the port is not up.
+func isInactive(p Port) bool {
+	return (p.State != "" && p.State != "ACTIVE") || (p.PhysState != "" && p.PhysState != "LinkUp")
+}
+
+func (c *portCheck) judgePort(h HCA, p Port) check.Result {
+	v := verdict{name: namePort, comp: portName(h.Name, p.Num)}
+	cfg := c.cfg.Port
+	if isInactive(p) {
+		st := check.Warn
+		if cfg.Inactive == "fail" {
+			st = check.Fail
+		}
+		v.add(st, fmt.Sprintf("state %s (phys %s)", orUnknown(p.State), orUnknown(p.PhysState)))
+	}
+	if p.Err != nil {
+		v.add(check.Error, "cannot read: "+errText(p.Err))
+	}
+	if cfg.LinkLayer != "" && p.LinkLayer != "" && p.LinkLayer != cfg.LinkLayer {
+		v.add(check.Fail, fmt.Sprintf("link_layer %s, expected %s", p.LinkLayer, cfg.LinkLayer))
+	}
+	// A port that is down reports some rate; only a live link's matters.
+	if cfg.MinRateGbps > 0 && p.State == "ACTIVE" && p.RateText != "" && p.RateGbps < cfg.MinRateGbps {
+		v.add(check.Fail, fmt.Sprintf("rate %s Gb/sec < expected %s", fmtGbps(p.RateGbps), fmtGbps(cfg.MinRateGbps)))
+	}
+	r := v.result(fmt.Sprintf("%s, %s, %s", p.State, p.RateText, p.LinkLayer))
+	r.IDs.PCIBusID = h.PCIAddr
+	return r
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unreadable"
+	}
+	return s
+}
+
+func (c *portCheck) judgeFirmware(h HCA) check.Result {
+	want := c.cfg.Port.Firmware
+	var r check.Result
+	switch {
+	case h.FW == "":
+		r = result(namePort, h.Name, check.Error, "cannot read fw_ver (firmware %s expected)", want)
+	case h.FW != want:
+		r = result(namePort, h.Name, check.Fail, "firmware %s, expected %s", h.FW, want)
+	default:
+		r = result(namePort, h.Name, check.OK, "firmware %s", h.FW)
+	}
+	r.IDs.PCIBusID = h.PCIAddr
+	return r
+}
+
+// judgeCounts compares the node's HCAs and active ports with what is
+// expected. all includes the excluded devices, whose numbers are not gaps.
+func (c *portCheck) judgeCounts(all, hcas []HCA, pc portCount) check.Result {
+	cfg := c.cfg.Port
+	v := verdict{name: namePort, comp: componentHost}
+	n := len(hcas)
+	switch want := cfg.ExpectedHCAs; {
+	case want < 0:
+	case n < want:
+		msg := fmt.Sprintf("%d HCAs, expected %d", n, want)
+		if miss := missingNames(all, want-n); len(miss) > 0 {
+			msg += " (missing: " + strings.Join(miss, ", ") + ")"
+		}
+		v.add(check.Fail, msg)
+	case n > want:
+		v.add(check.Warn, fmt.Sprintf("%d HCAs, expected %d", n, want))
+	}
+	switch want := cfg.ExpectedActivePorts; {
+	case want < 0 || pc.active >= want:
+	case pc.active+pc.unknown >= want:
+		v.add(check.Error, fmt.Sprintf("%d active ports, expected %d; %d unreadable", pc.active, want, pc.unknown))
+	default:
+		msg := fmt.Sprintf("%d active ports, expected %d", pc.active, want)
+		if len(pc.inactive) > 0 {
+			msg += " (inactive: " + strings.Join(pc.inactive, ", ") + ")"
+		}
+		v.add(check.Fail, msg)
+	}
+	return v.result(fmt.Sprintf("%d HCAs, %d of %d ports active%s", n, pc.active, pc.all, excludedNote(len(all)-n)))
+}
+
+var numbered = regexp.MustCompile(`^(.*?)([0-9]+)$`)
+
+// missingNames guesses which devices are gone from the gaps in their
+// numbering (mlx5_0..mlx5_7 without mlx5_3). The kernel renumbers devices
+// found at the next boot, so it names them only when the gaps account for
+// every missing device; otherwise nil.
+func missingNames(all []HCA, missing int) []string {
+	have := map[string]map[int]bool{}
+	for _, h := range all {
+		m := numbered.FindStringSubmatch(h.Name)
+		if m == nil {
+			continue
+		}
+		n, err := strconv.Atoi(m[2])
+		if err != nil || n > 1024 {
+			continue
+		}
+		if have[m[1]] == nil {
+			have[m[1]] = map[int]bool{}
+		}
+		have[m[1]][n] = true
+	}
+	var gaps []string
+	for prefix, nums := range have {
+		top := -1
+		for n := range nums {
+			top = max(top, n)
+		}
+		for n := 0; n < top; n++ {
+			if !nums[n] {
+				gaps = append(gaps, prefix+strconv.Itoa(n))
+			}
+		}
+	}
+	if len(gaps) != missing {
+		return nil
+	}
+	slices.Sort(gaps)
+	return gaps
+}

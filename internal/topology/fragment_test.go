@@ -1,0 +1,161 @@
+package topology
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/sysfsfix"
+)
+
+// The bring-up fragment loads as configuration, and the node it was taken
+// from passes with it.
+func TestFragment(t *testing.T) {
+	tests := []struct {
+		name     string
+		tree     string
+		mutate   []mutation
+		gpus     func(context.Context) ([]GPU, error)
+		contains []string
+		pairs    int
+		want     map[string]want
+	}{
+		{
+			name:     "h100-ndr",
+			tree:     sysfsfix.H100NDR,
+			contains: []string{`"0000:18:00.0=mlx5_0", # gpu0: same PCIe switch`, `"0000:db:00.0=mlx5_7", # gpu7: same PCIe switch`},
+			pairs:    8,
+			want:     gpus(8, each(gpuRange(0, 7), want{check.OK, "same PCIe switch, as pinned"})),
+		},
+		{
+			name:     "a100-hdr",
+			tree:     sysfsfix.A100HDR,
+			contains: []string{`"0000:bd:00.0=mlx5_7", # gpu7: same PCIe switch`},
+			pairs:    8,
+			want:     gpus(8, each(gpuRange(0, 7), want{check.OK, "as pinned"})),
+		},
+		{
+			name:     "roce",
+			tree:     sysfsfix.RoCE,
+			contains: []string{`"0000:1b:00.0=mlx5_0", # gpu0: same PCIe switch`},
+			pairs:    4,
+			want:     gpus(4, each(gpuRange(0, 3), want{check.OK, "as pinned"})),
+		},
+		{
+			name:   "a cross-socket pairing is named",
+			tree:   sysfsfix.H100NDR,
+			mutate: []mutation{down(3, 4, 5, 6, 7)},
+			contains: []string{`"0000:5d:00.0=mlx5_0", # gpu3: same NUMA node`,
+				`"0000:9a:00.0=mlx5_0", # gpu4: across sockets`},
+			pairs: 8,
+			want: gpus(8, merge(
+				map[int]want{3: {check.OK, "mlx5_0 is on the same NUMA node (0), as pinned"}},
+				each(gpuRange(4, 7), want{check.Warn, "mlx5_0 is across sockets"}))),
+		},
+		{
+			name:     "a GPU without an active HCA is not pinned",
+			tree:     sysfsfix.H100NDR,
+			mutate:   []mutation{down(0, 1, 2, 3, 4, 5, 6, 7)},
+			contains: []string{"# gpu0 0000:18:00.0 not pinned: no active HCA"},
+			want:     gpus(8, each(gpuRange(0, 7), want{check.Warn, "no active HCA"})),
+		},
+		{
+			name:     "a GPU not in sysfs is not pinned",
+			tree:     sysfsfix.H100NDR,
+			gpus:     fixed("0000:18:00.0", "0000:77:00.0"),
+			contains: []string{`"0000:18:00.0=mlx5_0"`, "# gpu1 0000:77:00.0 not pinned: resolve "},
+			pairs:    1,
+			want: map[string]want{"gpu0": {check.OK, "as pinned"},
+				"gpu1": {check.Error, "could not place GPU"}},
+		},
+		{
+			name:     "no HCAs",
+			tree:     sysfsfix.RoCE,
+			mutate:   []mutation{removeHCAs(0, 1, 2, 3)},
+			contains: []string{"# no RDMA devices: nothing to pin.", "pairs = []"},
+			want:     map[string]want{"host": {check.Skip, "no RDMA devices"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := sysfsfix.Tree(t, tc.tree)
+			for _, m := range tc.mutate {
+				m(t, root)
+			}
+			frag, err := Fragment(context.Background(), root, mgmt, tc.gpus)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range tc.contains {
+				if !strings.Contains(frag, s) {
+					t.Errorf("fragment lacks %q:\n%s", s, frag)
+				}
+			}
+			c, err := config.Parse("fragment", []byte(frag), "gpu001")
+			if err != nil {
+				t.Fatalf("fragment does not load: %v\n%s", err, frag)
+			}
+			tp := c.Checks.Topology
+			if len(tp.Pairs) != tc.pairs {
+				t.Errorf("%d pairs, want %d:\n%s", len(tp.Pairs), tc.pairs, frag)
+			}
+			g := tc.gpus
+			if g == nil {
+				g = FromBus(root)
+			}
+			expect(t, run(t, New(root, tp, mgmt, g)), tc.want)
+		})
+	}
+}
+
+func TestFragmentErrors(t *testing.T) {
+	root := sysfsfix.Tree(t, sysfsfix.H100NDR)
+	failing := func(context.Context) ([]GPU, error) { return nil, fmt.Errorf("NVML did not answer") }
+	if _, err := Fragment(context.Background(), root, mgmt, failing); err == nil || !strings.Contains(err.Error(), "NVML did not answer") {
+		t.Errorf("got %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Fragment(ctx, root, mgmt, nil); err == nil {
+		t.Error("cancelled context: no error")
+	}
+}
+
+// The configuration refuses values the check could not act on.
+func TestConfig(t *testing.T) {
+	tests := []struct {
+		toml string
+		err  string // "" valid
+	}{
+		{`numa = "fail"` + "\n" + `same_switch = "warn"` + "\n" + `funnel = "off"`, ""},
+		{`numa = "drain"`, `checks.topology.numa: "drain": want one of`},
+		{`same_switch = "on"`, `checks.topology.same_switch: "on"`},
+		{`funnel = ""`, `checks.topology.funnel: ""`},
+		{`pairs = ["0000:18:00.0=mlx5_0", "00000000:2A:00.0=mlx5_1"]`, ""},
+		{`pairs = ["0000:18:00.0"]`, `checks.topology.pairs[0]: "0000:18:00.0": want`},
+		{`pairs = ["18:00.0=mlx5_0"]`, `is not a PCI address`},
+		{`pairs = ["0000:18:00.0=mlx5/0"]`, `is not an HCA name`},
+		{`pairs = ["0000:18:00.0= "]`, `is not an HCA name`},
+		{`pairs = ["0000:18:00.0=mlx5_0", "00000000:18:00.0=mlx5_1"]`, `checks.topology.pairs[1]: GPU 0000:18:00.0 is pinned twice`},
+		{`timeout = "1m"`, `checks.topology.timeout: 1m0s is longer than the deadline`},
+	}
+	for _, tc := range tests {
+		_, err := config.Parse("t.toml", []byte("[checks.topology]\n"+tc.toml+"\n"), "gpu001")
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.toml, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: got %v, want %q", tc.toml, err, tc.err)
+		}
+	}
+	if _, _, err := config.ParsePair("00000000:2A:00.0=mlx5_1"); err != nil {
+		t.Error(err)
+	}
+	if a, h, _ := config.ParsePair(" 00000000:2A:00.0 = mlx5_1 "); a != "0000:2a:00.0" || h != "mlx5_1" {
+		t.Errorf("ParsePair normalised to %q %q", a, h)
+	}
+}

@@ -1,0 +1,203 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// maxAttr caps a sysfs attribute read: numa_node is a few bytes, and a
+// garbage tree must not make us read more.
+const maxAttr = 64
+
+// maxNUMANode is the kernel's largest node count (NODES_SHIFT 10); a
+// numa_node beyond it is garbage, not a node.
+const maxNUMANode = 1 << 10
+
+var (
+	// pciAddrRE is a PCI function address as sysfs names it.
+	pciAddrRE = regexp.MustCompile(`^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
+	// hostBridgeRE is a root complex's directory under /sys/devices.
+	hostBridgeRE = regexp.MustCompile(`^pci[0-9a-f]{4,8}:[0-9a-f]{2}$`)
+)
+
+// device is one PCI device's place in the hierarchy, as the resolved
+// /sys/bus/pci/devices/<addr> link shows it: devices/pci0000:15/
+// 0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0 is complex
+// "pci0000:15" and chain [0000:15:01.0 0000:16:00.0 0000:17:00.0 0000:18:00.0].
+type device struct {
+	addr string
+	// complex is the path up to the last host bridge, so that a VMD
+	// domain (a host bridge below a root port) counts as its own complex.
+	complex string
+	// chain is the PCI devices below the host bridge, root port first,
+	// ending with the device itself.
+	chain []string
+	// numa is the device's NUMA node, -1 when the kernel does not know.
+	numa int
+	// numaErr is why numa_node could not be read; it only matters when
+	// the NUMA node is needed (devices on different root complexes).
+	numaErr error
+	// err is why the device could not be placed at all.
+	err error
+}
+
+// locate places the PCI device addr ("0000:18:00.0") under root.
+func locate(root, addr string) device {
+	d := device{addr: addr, numa: -1}
+	if !pciAddrRE.MatchString(addr) {
+		d.err = fmt.Errorf("%q is not a PCI address", addr)
+		return d
+	}
+	link := filepath.Join(root, "sys/bus/pci/devices", addr)
+	dir, err := filepath.EvalSymlinks(link)
+	if err != nil {
+		d.err = fmt.Errorf("resolve %s: %w", link, bare(err))
+		return d
+	}
+	base := filepath.Join(root, "sys/devices")
+	if b, err := filepath.EvalSymlinks(base); err == nil {
+		base = b
+	}
+	rel, err := filepath.Rel(base, dir)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		d.err = fmt.Errorf("%s resolves to %s, outside %s", link, dir, base)
+		return d
+	}
+	d.complex, d.chain, d.err = split(rel, addr)
+	if d.err != nil {
+		d.err = fmt.Errorf("%s: %w", link, d.err)
+		return d
+	}
+	d.numa, d.numaErr = readNUMA(filepath.Join(dir, "numa_node"))
+	return d
+}
+
+// split cuts a device path below /sys/devices into its root complex and
+// the chain of PCI devices under it.
+func split(rel, addr string) (string, []string, error) {
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	last := -1
+	for i, p := range parts {
+		if hostBridgeRE.MatchString(p) {
+			last = i
+		}
+	}
+	if last < 0 {
+		return "", nil, fmt.Errorf("no PCI host bridge in %s", rel)
+	}
+	chain := parts[last+1:]
+	for _, p := range chain {
+		if !pciAddrRE.MatchString(p) {
+			return "", nil, fmt.Errorf("%q in %s is not a PCI address", p, rel)
+		}
+	}
+	if len(chain) == 0 || chain[len(chain)-1] != addr {
+		return "", nil, fmt.Errorf("%s does not end in %s", rel, addr)
+	}
+	return strings.Join(parts[:last+1], "/"), chain, nil
+}
+
+// readNUMA reads a device's numa_node: -1 (or no file, as on a kernel
+// without NUMA) is "unknown", which is not an error.
+func readNUMA(path string) (int, error) {
+	s, err := readAttr(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return -1, nil
+	}
+	if err != nil {
+		return -1, err
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < -1 || n >= maxNUMANode {
+		return -1, fmt.Errorf("%s: %s is not a NUMA node", path, quoteShort(s))
+	}
+	return n, nil
+}
+
+// readAttr reads a one-line sysfs attribute of at most maxAttr bytes.
+func readAttr(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, bare(err))
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxAttr+1))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, bare(err))
+	}
+	if len(b) > maxAttr {
+		return "", fmt.Errorf("read %s: larger than %d bytes", path, maxAttr)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// bare strips an *fs.PathError down to its errno so paths are not repeated.
+func bare(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// quoteShort quotes a garbage value for a message, cut so the message
+// stays short.
+func quoteShort(s string) string {
+	const max = 24
+	if len(s) > max {
+		s = s[:max] + "..."
+	}
+	return strconv.Quote(s)
+}
+
+// sockets tells whether two NUMA nodes are on one CPU package, from the
+// first CPU of each node. Sub-NUMA clustering (SNC, NPS) splits a socket
+// into several nodes; messages should not then claim "across sockets".
+// It is only used for wording, so anything unreadable is "don't know".
+type sockets struct {
+	root string
+	pkg  map[int]int // NUMA node -> package; -1 unknown
+}
+
+func (s *sockets) same(a, b int) bool {
+	pa, pb := s.of(a), s.of(b)
+	return pa >= 0 && pa == pb
+}
+
+func (s *sockets) of(node int) int {
+	if p, ok := s.pkg[node]; ok {
+		return p
+	}
+	p := s.lookup(node)
+	s.pkg[node] = p
+	return p
+}
+
+func (s *sockets) lookup(node int) int {
+	list, err := readAttr(filepath.Join(s.root, "sys/devices/system/node", fmt.Sprintf("node%d", node), "cpulist"))
+	if err != nil {
+		return -1
+	}
+	first, _, _ := strings.Cut(list, ",")
+	first, _, _ = strings.Cut(first, "-")
+	cpu, err := strconv.Atoi(first)
+	if err != nil || cpu < 0 {
+		return -1
+	}
+	id, err := readAttr(filepath.Join(s.root, "sys/devices/system/cpu", fmt.Sprintf("cpu%d", cpu), "topology/physical_package_id"))
+	if err != nil {
+		return -1
+	}
+	p, err := strconv.Atoi(id)
+	if err != nil || p < 0 {
+		return -1
+	}
+	return p
+}
