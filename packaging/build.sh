@@ -7,7 +7,8 @@
 #     cached; gcc and glibc 2.31 from bullseye) with the host's Go toolchain
 #     and module cache bind-mounted read-only, so it needs only old glibc
 #     symbol versions;
-#   - gpuhc-prolog, -epilog and -drain are built on the host, CGO_ENABLED=0;
+#   - gpuhc-drain is built on the host, CGO_ENABLED=0 (the other three load
+#     NVML and libcuda through cgo and are built in the bullseye root);
 #   - fails if a binary requires a GLIBC_ version newer than 2.17
 #     (objdump -T), if a static one is not static, or if one exceeds 12 MB;
 #   - man pages come from the programs' --help (packaging/manpage.sh);
@@ -82,7 +83,7 @@ mkdir -p "$STAGE/usr/sbin" "$STAGE/usr/share/man/man8" "$STAGE/usr/share/doc/gpu
 step "go mod download (host module cache, bind-mounted read-only into the build root)"
 $GO mod download
 
-step "gpuhc-healthcheck: cgo, in the bullseye root ($(chroot "$ROOT" ldd --version | head -1))"
+step "gpuhc-healthcheck, -prolog, -epilog: cgo (NVML, CUDA driver API), in the bullseye root ($(chroot "$ROOT" ldd --version | head -1))"
 # A private mount namespace: every bind mount vanishes with the build.
 unshare --mount --propagation private bash -euo pipefail -c '
 	root=$1 repo=$2 goroot=$3 modcache=$4 out=$5
@@ -98,10 +99,10 @@ unshare --mount --propagation private bash -euo pipefail -c '
 		GOROOT=/opt/go GOMODCACHE=/gomod GOCACHE=/root/.cache/go-build \
 		GOFLAGS=-mod=readonly GOPROXY=off GOTOOLCHAIN=local GOTELEMETRY=off \
 		CGO_ENABLED=1 CGO_CFLAGS="$CGO_CFLAGS" \
-		sh -c "cd /src && go build -trimpath -buildvcs=false -ldflags \"\$1\" -o /out/gpuhc-healthcheck ./healthcheck" sh "$1"
+		sh -c "cd /src && for p in healthcheck prolog epilog; do go build -trimpath -buildvcs=false -ldflags \"\$1\" -o /out/gpuhc-\$p ./\$p || exit 1; done" sh "$1"
 ' build "$ROOT" "$REPO" "$GOROOT_HOST" "$GOMODCACHE_HOST" "$STAGE/usr/sbin" "$LDFLAGS"
 
-for p in prolog epilog drain; do
+for p in drain; do
 	step "gpuhc-$p: CGO_ENABLED=0, host"
 	CGO_ENABLED=0 $GO build -trimpath -buildvcs=false -ldflags "$LDFLAGS" -o "$STAGE/usr/sbin/gpuhc-$p" ./$p
 done
@@ -113,7 +114,7 @@ for f in "$STAGE"/usr/sbin/gpuhc-*; do
 	size=$(stat -c %s "$f")
 	objdump -h "$f" | grep -q '\.debug_' && die "$b: not stripped"
 	((size <= MAX_BYTES)) || die "$b: $size bytes, over 12 MB"
-	if [[ $b == gpuhc-healthcheck ]]; then
+	if [[ $b != gpuhc-drain ]]; then
 		need=$(objdump -T "$f" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)
 		[[ -n $need ]] || die "$b: no GLIBC_ symbol versions (not dynamic?)"
 		[[ $(printf '%s\n%s\n' "$need" "$MAX_GLIBC" | sort -V | tail -1) == "$MAX_GLIBC" ]] ||
@@ -139,7 +140,12 @@ done
 doc=$STAGE/usr/share/doc/gpuhc
 cp README.md "$doc/README.md"
 cp packaging/doc/slurm.conf "$doc/slurm.conf.example"
-cp packaging/doc/plugstack.conf "$doc/plugstack.conf.example"
+cp etc/plugstack.conf.d/gpuhc.conf "$doc/plugstack.conf.example"
+# The SPANK plugin must be built against the site's own Slurm (its plugin
+# version is checked at load), so the source ships, not a .so.
+mkdir -p "$doc/spank"
+cp spank/gpuhc_spank.c "$doc/spank/gpuhc_spank.c"
+cp packaging/doc/spank-build.txt "$doc/spank/BUILD"
 cp packaging/doc/copyright "$doc/copyright"
 {
 	printf 'gpuhc (%s-1) unstable; urgency=medium\n\n' "$PKG_VERSION"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/pciaddr"
 )
 
 // cudaAPI is the part of the CUDA driver the measurement uses; the cgo
@@ -303,7 +304,7 @@ func (s *session) enumerate(api cudaAPI, n int) []device {
 		}
 		d.model = modelFor(floors(s.cfg), name)
 		if pci != "" {
-			d.ids.PCIBusID = normalizePCI(pci)
+			d.ids.PCIBusID = pciaddr.Normalize(pci)
 			if s.lookup != nil {
 				if comp, ids, ok := s.lookup(d.ids.PCIBusID); ok && comp != "" {
 					d.component, d.ids = comp, ids
@@ -410,22 +411,4 @@ func (s *session) countDone() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.done++
-}
-
-// normalizePCI writes a PCI address as sysfs and gpu.NormalizePCI do,
-// "0000:4e:00.0", from CUDA's "0000:4E:00.0" or nvbandwidth's
-// "00000000:4e:00". (internal/gpu cannot be imported here: go-nvml needs
-// cgo, and the tool wrappers must build without it.)
-func normalizePCI(addr string) string {
-	a := strings.ToLower(strings.TrimSpace(addr))
-	if dom, rest, ok := strings.Cut(a, ":"); ok && len(dom) == 8 && strings.Count(a, ":") == 2 {
-		a = dom[4:] + ":" + rest
-	}
-	if strings.Count(a, ":") == 1 {
-		a = "0000:" + a
-	}
-	if !strings.Contains(a, ".") {
-		a += ".0"
-	}
-	return a
 }

@@ -375,16 +375,3 @@ func TestCUDAErrorText(t *testing.T) {
 		t.Error("loadError does not unwrap")
 	}
 }
-
-func TestNormalizePCI(t *testing.T) {
-	for in, want := range map[string]string{
-		"0000:1B:00.0":   "0000:1b:00.0",
-		"00000000:19:00": "0000:19:00.0",
-		"1b:00.0":        "0000:1b:00.0",
-		"0002:00:01":     "0002:00:01.0",
-	} {
-		if got := normalizePCI(in); got != want {
-			t.Errorf("normalizePCI(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/pciaddr"
 )
 
 // nvbandwidth test cases gpuhc runs, and the kind each one measures.
@@ -242,7 +243,7 @@ func (m *measurement) nvbandwidth(ctx context.Context, c config.Bandwidth, looku
 		d, ok := rep.devices[n]
 		comp, ids := "cuda"+strconv.Itoa(n), check.IDs{}
 		if ok && d.pci != "" {
-			ids.PCIBusID = normalizePCI(d.pci)
+			ids.PCIBusID = pciaddr.Normalize(d.pci)
 			if lookup != nil {
 				if lc, lids, ok := lookup(ids.PCIBusID); ok && lc != "" {
 					comp, ids = lc, lids

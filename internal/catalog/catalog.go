@@ -104,7 +104,7 @@ func fabricChecks(cfg config.Config, env Env) []entry {
 	return []entry{
 		{c.IB.Port.Common, func() check.Check { return ib.NewPort(root, c.IB) }},
 		{c.IB.Counters.Common, func() check.Check { return ib.NewCounters(root, c.IB, st) }},
-		{c.IB.GDR, func() check.Check { return ib.NewGDR(root, c.IB, countGPUs(env.GPU)) }},
+		{c.IB.GDR.Common, func() check.Check { return ib.NewGDR(root, c.IB, countGPUs(env.GPU)) }},
 		{c.Fabric.Manager.Common, func() check.Check { return fabric.NewManager(root, c.Fabric.Manager, env.GPU, st) }},
 		{c.Topology.Common, func() check.Check { return topology.New(root, c.Topology, c.IB.Exclude, gpus) }},
 	}

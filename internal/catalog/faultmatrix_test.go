@@ -469,7 +469,7 @@ func matrixConfig(t *testing.T, edit func(*config.Config)) config.Config {
 		&cfg.Checks.Mounts.Common, &cfg.Checks.Processes.Common, &cfg.Checks.Thermal.Common,
 		// The fabric checks read sysfs, which this matrix does not build;
 		// fabric_test.go runs them on kernel-layout trees.
-		&cfg.Checks.IB.Port.Common, &cfg.Checks.IB.Counters.Common, &cfg.Checks.IB.GDR,
+		&cfg.Checks.IB.Port.Common, &cfg.Checks.IB.Counters.Common, &cfg.Checks.IB.GDR.Common,
 		&cfg.Checks.Fabric.Manager.Common, &cfg.Checks.Topology.Common} {
 		c.Enabled = false
 	}

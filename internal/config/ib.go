@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"regexp"
 	"strings"
 	"time"
 	"unicode"
@@ -16,7 +17,7 @@ type IB struct {
 	Exclude  []string   `toml:"exclude"`
 	Port     IBPort     `toml:"port"`
 	Counters IBCounters `toml:"counters"`
-	GDR      Common     `toml:"gdr"`
+	GDR      IBGDR      `toml:"gdr"`
 }
 
 // IBPort judges each InfiniBand/RoCE port's state and speed, and the node's
@@ -43,7 +44,9 @@ type IBPort struct {
 }
 
 // IBCounters caps the growth of each port error counter between two runs;
-// -1 leaves a counter unjudged.
+// -1 leaves a counter unjudged. The kernel shows these counters at their
+// IBA PortCounters widths (IBCounterBits), and they stop at all-ones: a
+// limit at or above that value could never be exceeded.
 type IBCounters struct {
 	Common
 	SymbolErrorMax                  int64 `toml:"symbol_error_max"`
@@ -56,6 +59,32 @@ type IBCounters struct {
 	ExcessiveBufferOverrunErrorsMax int64 `toml:"excessive_buffer_overrun_errors_max"`
 }
 
+// IBGDR checks that a GPUDirect RDMA peer-memory module is loaded.
+type IBGDR struct {
+	Common
+	// Modules are the kernel modules that provide GPUDirect RDMA; any one
+	// of them loaded (or built in) is enough. nvidia_peermem ships with
+	// the NVIDIA driver; nv_peer_mem is the older MLNX_OFED
+	// nvidia-peer-memory package it replaced as a drop-in.
+	Modules []string `toml:"modules"`
+}
+
+// IBCounterBits gives the width in bits of each judged port error counter
+// as drivers/infiniband/core/sysfs.c (PORT_PMA_ATTR) reads it from the
+// PortCounters attribute, keyed by its sysfs name. Unlike the data
+// counters, these have no 64-bit extended form in sysfs.
+func IBCounterBits(name string) int {
+	switch name {
+	case "symbol_error", "port_rcv_errors", "port_rcv_remote_physical_errors", "port_xmit_discards":
+		return 16
+	case "link_downed", "link_error_recovery":
+		return 8
+	case "local_link_integrity_errors", "excessive_buffer_overrun_errors":
+		return 4
+	}
+	return 0
+}
+
 func defaultIB() IB {
 	on := Common{Enabled: true}
 	return IB{
@@ -64,7 +93,11 @@ func defaultIB() IB {
 			Common: on, ExpectedHCAs: -1, ExpectedActivePorts: -1, Inactive: "warn",
 		},
 		// ibcheckerrors' thresholds (there per check, here per run), except
-		// link_downed: more than one flap between two runs is a bad link.
+		// link_downed: more than one flap between two runs is a bad link;
+		// and the two 4-bit counters, which stop at 15, so that their
+		// whole range is 15 errors (reaching 15 fails on its own): 5 lets
+		// one run use a third of it unremarked, 10 would let it use two
+		// thirds.
 		Counters: IBCounters{
 			Common:                          on,
 			SymbolErrorMax:                  10,
@@ -73,10 +106,10 @@ func defaultIB() IB {
 			PortRcvErrorsMax:                10,
 			PortRcvRemotePhysicalErrorsMax:  100,
 			PortXmitDiscardsMax:             100,
-			LocalLinkIntegrityErrorsMax:     10,
-			ExcessiveBufferOverrunErrorsMax: 10,
+			LocalLinkIntegrityErrorsMax:     5,
+			ExcessiveBufferOverrunErrorsMax: 5,
 		},
-		GDR: on,
+		GDR: IBGDR{Common: on, Modules: []string{"nvidia_peermem", "nv_peer_mem"}},
 	}
 }
 
@@ -106,19 +139,35 @@ func (ps *problems) ib(c IB, deadline time.Duration) {
 	}
 	ps.oneOf("checks.ib.port.inactive", p.Inactive, "warn", "fail")
 	n := c.Counters
-	for key, v := range map[string]int64{
-		"symbol_error_max": n.SymbolErrorMax, "link_downed_max": n.LinkDownedMax,
-		"link_error_recovery_max": n.LinkErrorRecoveryMax, "port_rcv_errors_max": n.PortRcvErrorsMax,
-		"port_rcv_remote_physical_errors_max": n.PortRcvRemotePhysicalErrorsMax,
-		"port_xmit_discards_max":              n.PortXmitDiscardsMax,
-		"local_link_integrity_errors_max":     n.LocalLinkIntegrityErrorsMax,
-		"excessive_buffer_overrun_errors_max": n.ExcessiveBufferOverrunErrorsMax,
+	for name, v := range map[string]int64{
+		"symbol_error": n.SymbolErrorMax, "link_downed": n.LinkDownedMax,
+		"link_error_recovery": n.LinkErrorRecoveryMax, "port_rcv_errors": n.PortRcvErrorsMax,
+		"port_rcv_remote_physical_errors": n.PortRcvRemotePhysicalErrorsMax,
+		"port_xmit_discards":              n.PortXmitDiscardsMax,
+		"local_link_integrity_errors":     n.LocalLinkIntegrityErrorsMax,
+		"excessive_buffer_overrun_errors": n.ExcessiveBufferOverrunErrorsMax,
 	} {
-		if v < -1 {
-			ps.add("checks.ib.counters."+key, "want -1 (not judged), 0 or more, got %d", v)
+		top := int64(1)<<IBCounterBits(name) - 1
+		if v < -1 || v >= top {
+			ps.add("checks.ib.counters."+name+"_max", "want -1 (not judged) or 0 to %d (the counter is %d bits wide and stops at %d), got %d",
+				top-1, IBCounterBits(name), top, v)
+		}
+	}
+	if len(c.GDR.Modules) == 0 {
+		ps.add("checks.ib.gdr.modules", "name at least one module, such as \"nvidia_peermem\" (to turn the check off, set enabled = false)")
+	}
+	for i, m := range c.GDR.Modules {
+		if !moduleName.MatchString(m) {
+			ps.add(fmt.Sprintf("checks.ib.gdr.modules[%d]", i), "%q is not a kernel module name such as \"nvidia_peermem\"", m)
 		}
 	}
 }
+
+// moduleName is a kernel module name as /proc/modules and /sys/module show
+// it (MODULE_NAME_LEN is 56 with the NUL); "-" is accepted as modprobe
+// accepts it, and compared as "_". It is also a path component under
+// /sys/module, so nothing else may pass.
+var moduleName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,55}$`)
 
 // printableLine accepts "" or a short line of printable characters without
 // surrounding blanks, as sysfs fw_ver values are once read.

@@ -38,6 +38,17 @@ func TestValidateIB(t *testing.T) {
 		{"counter disabled", func(c *IB) { c.Counters.SymbolErrorMax = -1 }, "", ""},
 		{"counter zero", func(c *IB) { c.Counters.LinkDownedMax = 0 }, "", ""},
 		{"counter -2", func(c *IB) { c.Counters.PortXmitDiscardsMax = -2 }, "checks.ib.counters.port_xmit_discards_max", "want -1"},
+		{"4-bit counter below its top", func(c *IB) { c.Counters.LocalLinkIntegrityErrorsMax = 14 }, "", ""},
+		{"4-bit counter at its top", func(c *IB) { c.Counters.ExcessiveBufferOverrunErrorsMax = 15 },
+			"checks.ib.counters.excessive_buffer_overrun_errors_max", "0 to 14 (the counter is 4 bits wide and stops at 15), got 15"},
+		{"8-bit counter at its top", func(c *IB) { c.Counters.LinkDownedMax = 255 }, "checks.ib.counters.link_downed_max", "8 bits wide"},
+		{"16-bit counter below its top", func(c *IB) { c.Counters.SymbolErrorMax = 65534 }, "", ""},
+		{"16-bit counter past its top", func(c *IB) { c.Counters.SymbolErrorMax = 100000 }, "checks.ib.counters.symbol_error_max", "stops at 65535"},
+		{"gdr one module", func(c *IB) { c.GDR.Modules = []string{"nvidia_peermem"} }, "", ""},
+		{"gdr module with dashes", func(c *IB) { c.GDR.Modules = []string{"nv-peer-mem"} }, "", ""},
+		{"gdr no module", func(c *IB) { c.GDR.Modules = nil }, "checks.ib.gdr.modules", "at least one module"},
+		{"gdr module path", func(c *IB) { c.GDR.Modules = []string{"nvidia_peermem", "../nvidia"} }, "checks.ib.gdr.modules", `"../nvidia" is not a kernel module name`},
+		{"gdr module blank", func(c *IB) { c.GDR.Modules = []string{""} }, "checks.ib.gdr.modules", `"" is not a kernel module name`},
 		{"gdr timeout negative", func(c *IB) { c.GDR.Timeout.Duration = -1 }, "checks.ib.gdr.timeout", "above 0s"},
 		{"counters timeout over deadline", func(c *IB) { c.Counters.Timeout.Duration = 1 << 40 }, "checks.ib.counters.timeout", "deadline"},
 	}
@@ -67,14 +78,15 @@ func TestValidateIB(t *testing.T) {
 // is an error with its line.
 func TestLoadIB(t *testing.T) {
 	good := "[checks.ib]\nexclude = [\"mlx5_8\"]\n[checks.ib.port]\nexpected_hcas = 8\nmin_rate_gbps = 400.0\ninactive = \"fail\"\n" +
-		"[checks.ib.counters]\nsymbol_error_max = -1\n[checks.ib.gdr]\nenabled = false\n"
+		"[checks.ib.counters]\nsymbol_error_max = -1\n[checks.ib.gdr]\nenabled = false\nmodules = [\"nv_peer_mem\"]\n"
 	c, err := Parse("ib.toml", []byte(good), "gpu001")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ib := c.Checks.IB
 	if ib.Exclude[0] != "mlx5_8" || ib.Port.ExpectedHCAs != 8 || ib.Port.MinRateGbps != 400 || ib.Port.Inactive != "fail" ||
-		ib.Counters.SymbolErrorMax != -1 || ib.Counters.LinkDownedMax != 1 || ib.GDR.Enabled || !ib.Port.Enabled {
+		ib.Counters.SymbolErrorMax != -1 || ib.Counters.LinkDownedMax != 1 || ib.GDR.Enabled || !ib.Port.Enabled ||
+		len(ib.GDR.Modules) != 1 || ib.GDR.Modules[0] != "nv_peer_mem" {
 		t.Errorf("got %+v", ib)
 	}
 	for _, tc := range []struct{ src, msg string }{
@@ -82,6 +94,8 @@ func TestLoadIB(t *testing.T) {
 		{"[checks.ib.port]\nexpected_hcas = \"8\"\n", "ib.toml:2:"},
 		{"[checks.ib.port]\nlink_layer = \"IB\"\n", "ib.toml:2: checks.ib.port.link_layer"},
 		{"[checks.ib]\nexclude = \"mlx5_8\"\n", "ib.toml:2:"},
+		{"[checks.ib.gdr]\nmodules = \"nv_peer_mem\"\n", "ib.toml:2:"},
+		{"[checks.ib.gdr]\nmodules = []\n", "checks.ib.gdr.modules"},
 	} {
 		if _, err := Parse("ib.toml", []byte(tc.src), "gpu001"); err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%q: got %v, want an error containing %q", tc.src, err, tc.msg)

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -12,11 +13,17 @@ import (
 type Topology struct {
 	Common
 	// NUMA is the verdict when a GPU's nearest active HCA is on another
-	// NUMA node, or it has none: "fail", "warn" or "off". Warn by default:
+	// socket, or it has none: "fail", "warn" or "off". Warn by default:
 	// a healthy node may well be built that way (one NIC for GPUs on two
 	// sockets), and an HCA that went down on a DGX/HGX node is a FAIL of
-	// ib.port already.
+	// ib.port already. Where the socket of a NUMA node cannot be told it
+	// is at most a WARN.
 	NUMA string `toml:"numa"`
+	// NUMASameSocket is the verdict when the nearest active HCA is on
+	// another NUMA node of the GPU's own socket (AMD NPS2/NPS4, Intel
+	// sub-NUMA clustering): "fail", "warn" or "off". Off by default: such
+	// nodes are commonly built with one NIC per socket, not per node.
+	NUMASameSocket string `toml:"numa_same_socket"`
 	// SameSwitch is the verdict when a GPU's nearest active HCA is not
 	// under the same PCIe switch: "fail", "warn" or "off".
 	SameSwitch string `toml:"same_switch"`
@@ -29,36 +36,40 @@ type Topology struct {
 }
 
 func defaultTopology() Topology {
-	return Topology{Common: Common{Enabled: true}, NUMA: "warn", SameSwitch: "off", Funnel: "warn"}
+	return Topology{Common: Common{Enabled: true}, NUMA: "warn", NUMASameSocket: "off", SameSwitch: "off", Funnel: "warn"}
 }
 
-// pciAddr is a PCI address as sysfs ("0000:18:00.0") or NVML
-// ("00000000:18:00.0") writes it.
-var pciAddr = regexp.MustCompile(`^([0-9A-Fa-f]{4}|[0-9A-Fa-f]{8}):[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$`)
+// pciAddr is a PCI address as sysfs ("0000:18:00.0", "10000:01:00.0" in a
+// VMD domain) or NVML ("00000000:18:00.0") writes it.
+var pciAddr = regexp.MustCompile(`^([0-9A-Fa-f]{4,8}):([0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])$`)
 
 // ParsePair splits a checks.topology.pairs entry into the GPU's PCI
 // address, written as sysfs does ("0000:18:00.0"), and the HCA's name.
 func ParsePair(s string) (gpu, hca string, err error) {
 	addr, name, ok := strings.Cut(s, "=")
 	addr, name = strings.TrimSpace(addr), strings.TrimSpace(name)
+	m := pciAddr.FindStringSubmatch(addr)
 	switch {
 	case !ok:
 		return "", "", fmt.Errorf("%q: want \"<GPU PCI address>=<HCA>\", e.g. \"0000:18:00.0=mlx5_0\"", s)
-	case !pciAddr.MatchString(addr):
+	case m == nil:
 		return "", "", fmt.Errorf("%q: %q is not a PCI address such as 0000:18:00.0", s, addr)
 	case name == "" || strings.ContainsAny(name, "/= \t\n*?["):
 		return "", "", fmt.Errorf("%q: %q is not an HCA name such as mlx5_0", s, name)
 	}
-	addr = strings.ToLower(addr)
-	if len(addr) == len("00000000:18:00.0") {
-		addr = addr[4:]
+	// The domain is a number: NVML pads it to 8 digits, sysfs to 4, so a
+	// VMD domain is "00010000" to one and "10000" to the other.
+	dom, err := strconv.ParseUint(m[1], 16, 32)
+	if err != nil {
+		return "", "", fmt.Errorf("%q: %q is not a PCI domain: %w", s, m[1], err)
 	}
-	return addr, name, nil
+	return fmt.Sprintf("%04x:%s", dom, strings.ToLower(m[2])), name, nil
 }
 
 func (ps *problems) topology(c Topology, deadline time.Duration) {
 	ps.timeout("checks.topology.timeout", c.Timeout.Duration, deadline, true)
 	ps.oneOf("checks.topology.numa", c.NUMA, "fail", "warn", "off")
+	ps.oneOf("checks.topology.numa_same_socket", c.NUMASameSocket, "fail", "warn", "off")
 	ps.oneOf("checks.topology.same_switch", c.SameSwitch, "fail", "warn", "off")
 	ps.oneOf("checks.topology.funnel", c.Funnel, "warn", "fail", "off")
 	seen := map[string]bool{}

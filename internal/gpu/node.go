@@ -15,6 +15,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/pciaddr"
 )
 
 // GPU is one device as the checks name it in results and reasons.
@@ -22,7 +23,7 @@ type GPU struct {
 	Index    int
 	UUID     string
 	Serial   string
-	PCIBusID string // "0000:4e:00.0": lower case, 4-digit domain
+	PCIBusID string // "0000:4e:00.0": as sysfs writes it (NormalizePCI)
 	Name     string
 	Device   nvml.Device
 }
@@ -253,17 +254,8 @@ func cString(b []int8) string {
 }
 
 // NormalizePCI writes a PCI address as sysfs does: "0000:4e:00.0". NVML
-// reports "00000000:4E:00.0"; the kernel log "0000:4e:00".
-func NormalizePCI(addr string) string {
-	a := strings.ToLower(strings.TrimSpace(addr))
-	if dom, rest, ok := strings.Cut(a, ":"); ok && len(dom) == 8 && strings.Count(a, ":") == 2 {
-		a = dom[4:] + ":" + rest
-	}
-	if strings.Count(a, ":") == 1 {
-		a = "0000:" + a
-	}
-	if !strings.Contains(a, ".") {
-		a += ".0"
-	}
-	return a
-}
+// reports "00000000:4E:00.0"; the kernel log "0000:4e:00". The domain is
+// a number, at least 4 hex digits: a VMD domain NVML writes "00010000" is
+// "10000" to sysfs. Anything not an address comes back lower case, for
+// the caller to refuse.
+func NormalizePCI(addr string) string { return pciaddr.Normalize(addr) }

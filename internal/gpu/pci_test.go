@@ -15,6 +15,16 @@ func TestNormalizePCI(t *testing.T) {
 		"4E:00.0":          "0000:4e:00.0",
 		" 0001:9A:00.1\n":  "0001:9a:00.1",
 		"00000002:18:00.0": "0002:18:00.0",
+		"00000000:18:00.0": "0000:18:00.0",
+		// A VMD domain: NVML's 8 digits, sysfs's 5, not cut to 4.
+		"00010000:01:00.0": "10000:01:00.0",
+		"10000:01:00.0":    "10000:01:00.0",
+		"0000FFFF:01:00.0": "ffff:01:00.0",
+		"0001000A:E1:00":   "1000a:e1:00.0",
+		// Not addresses: left for the caller to refuse, not turned into one.
+		"../../etc":         "../../etc",
+		"zzzz:18:00.0":      "zzzz:18:00.0",
+		"000000000:18:00.0": "000000000:18:00.0",
 	} {
 		if got := NormalizePCI(in); got != want {
 			t.Errorf("NormalizePCI(%q) = %q, want %q", in, got, want)

@@ -21,9 +21,14 @@ const countersStateFile = "ib-counters.json"
 
 // portCounter is one judged counter of ports/<n>/counters/.
 type portCounter struct {
-	name string
-	max  func(config.IBCounters) int64
+	name  string
+	limit func(config.IBCounters) int64
 }
+
+// top is the value the counter stops at: IBA PortCounters error counters
+// do not wrap, they stay at all-ones until cleared, and the kernel reads
+// them at their field's width (config.IBCounterBits).
+func (pc portCounter) top() uint64 { return 1<<config.IBCounterBits(pc.name) - 1 }
 
 var portCounters = []portCounter{
 	{"symbol_error", func(c config.IBCounters) int64 { return c.SymbolErrorMax }},
@@ -50,9 +55,13 @@ type countersCheck struct {
 	state statefile.Dir
 }
 
-// NewCounters checks that no port error counter grew by more than its
-// limit since the previous run. The first run, a new boot and a counter
-// that went down (driver reload, perfquery -R) take a new baseline.
+// NewCounters checks that no port error counter of a physical RDMA device
+// grew by more than its limit since the previous run. The first run, a
+// new boot and a counter that went down (driver reload, perfquery -R)
+// take a new baseline. The counters stop at their width's all-ones: one
+// that got there since the last run FAILs (what it would have shown past
+// that is unknown); one already there at the last run only WARNs, so that
+// old errors do not keep a node drained until someone clears them.
 func NewCounters(root string, c config.IB, st statefile.Dir) check.Check {
 	return &countersCheck{root: root, cfg: c, state: st}
 }
@@ -81,10 +90,13 @@ func (c *countersCheck) Run(ctx context.Context) []check.Result {
 		}
 		return []check.Result{result(nameCounters, componentHost, check.Error, "cannot list RDMA devices: %s", errText(err))}
 	}
-	hcas := included(all, c.cfg.Exclude)
+	incl := included(all, c.cfg.Exclude)
+	// A virtual device's counters are its physical port's, or its own
+	// share of them, and it may be gone after a reboot: not judged.
+	hcas, virt := physical(incl)
 	if len(hcas) == 0 {
 		// Nothing to judge, so nothing else (the boot id) may fail the run.
-		return c.noDevices(len(all))
+		return c.noDevices(noDevices(nameCounters, len(all)-len(incl), virt))
 	}
 	var out []check.Result
 	boot, bootErr := c.bootID()
@@ -126,11 +138,11 @@ func (c *countersCheck) Run(ctx context.Context) []check.Result {
 	return out
 }
 
-// noDevices is the result on a node without (included) RDMA devices. A
-// record left from ports that have gone is emptied; a node that never had
-// any gets no file.
-func (c *countersCheck) noDevices(found int) []check.Result {
-	out := []check.Result{result(nameCounters, componentHost, check.Skip, "no RDMA devices%s", excludedNote(found))}
+// noDevices returns skip, the result on a node without (included,
+// physical) RDMA devices. A record left from ports that have gone is
+// emptied; a node that never had any gets no file.
+func (c *countersCheck) noDevices(skip check.Result) []check.Result {
+	out := []check.Result{skip}
 	var prev countersState
 	if err := c.state.Load(countersStateFile, &prev); err == nil && len(prev.Ports) == 0 {
 		return out
@@ -154,25 +166,47 @@ func (c *countersCheck) judgePort(dev string, port int, prev map[string]uint64) 
 		return prev, result(nameCounters, comp, check.Error, "cannot read counters: %s", errText(err))
 	case len(now) == 0:
 		return nil, result(nameCounters, comp, check.Skip, "no error counters")
-	case prev == nil:
-		return now, result(nameCounters, comp, check.OK, "baseline recorded")
 	}
+	// Where to clear this port's counters: perfquery -R resets the
+	// PortCounters these are read from (-x would reset the extended
+	// data counters instead).
+	clearCmd := fmt.Sprintf("perfquery -R -C %s -P %d", dev, port)
 	v := verdict{name: nameCounters, comp: comp}
 	compared, reset := 0, false
 	for _, pc := range portCounters {
 		b, ok := now[pc.name]
 		a, had := prev[pc.name]
-		limit := pc.max(c.cfg.Counters)
-		if !ok || !had || limit < 0 {
+		limit := pc.limit(c.cfg.Counters)
+		if !ok || limit < 0 {
+			continue
+		}
+		if !had {
+			// No baseline; a pegged counter still hides what comes next.
+			if b == pc.top() {
+				v.add(check.Warn, fmt.Sprintf("%s saturated at %d before the first run; errors are invisible until cleared (%s)", pc.name, b, clearCmd))
+			}
 			continue
 		}
 		compared++
-		d := b - a
-		if b < a {
+		switch {
+		case b == pc.top() && a < b:
+			// It reached its ceiling since the last run: the growth seen is
+			// a floor, and whatever came after is lost.
+			v.add(check.Fail, fmt.Sprintf("%s saturated at %d (+%d seen); clear with %s", pc.name, b, b-a, clearCmd))
+		case b == pc.top() && a == b:
+			// Judged when it pegged; failing again every run would keep
+			// the node drained for errors that may be long over.
+			v.add(check.Warn, fmt.Sprintf("%s saturated at %d since an earlier run; errors are invisible until cleared (%s)", pc.name, b, clearCmd))
+		case b < a:
 			// Cleared since the last run: what it counts now is all new.
-			d, reset = b, true
+			reset = true
+			c.judgeDelta(&v, pc.name, b, limit)
+		default:
+			// Also a value above the kernel's width (b > top), which only
+			// a wider counter than sysfs.c's could show: growth is all
+			// that can be judged then.
+			c.judgeDelta(&v, pc.name, b-a, limit)
 		}
-		c.judgeDelta(&v, pc.name, d, limit)
 	}
 	okMsg := "error deltas within limits"
 	switch {

@@ -59,6 +59,21 @@ func TestCounters(t *testing.T) {
 			"mlx5_7/1": {check.Fail, "port_rcv_remote_physical_errors +101 since last run > max 100"},
 			"*":        {check.OK, "within limits"},
 		}},
+		{"4-bit counter past its limit", h100Config(), func(t *testing.T, root string) {
+			sysfsfix.Set(t, root, counter("mlx5_1", "excessive_buffer_overrun_errors"), "2")
+		}, func(t *testing.T, root string) {
+			sysfsfix.Set(t, root, counter("mlx5_1", "excessive_buffer_overrun_errors"), "8")
+		}, map[string]want{
+			"mlx5_1/1": {check.Fail, "excessive_buffer_overrun_errors +6 since last run > max 5"},
+			"*":        {check.OK, "within limits"},
+		}},
+		{"virtual devices' counters are not judged", h100Config(), func(t *testing.T, root string) {
+			addVF(t, root, "mlx5_0", "mlx5_9", 1)
+			addSF(t, root, "mlx5_1", "mlx5_10", 0)
+		}, func(t *testing.T, root string) {
+			sysfsfix.Set(t, root, counter("mlx5_9", "symbol_error"), "500")
+			sysfsfix.Set(t, root, counter("mlx5_10", "link_downed"), "7")
+		}, map[string]want{"*": {check.OK, "within limits"}}},
 		{"a flap warns", h100Config(), nil, func(t *testing.T, root string) {
 			sysfsfix.Set(t, root, counter("mlx5_2", "link_downed"), "1")
 		}, map[string]want{
@@ -74,7 +89,7 @@ func TestCounters(t *testing.T) {
 			"*":        {check.OK, "within limits"},
 		}},
 		{"a reset re-baselines", h100Config(), func(t *testing.T, root string) {
-			sysfsfix.Set(t, root, counter("mlx5_4", "symbol_error"), "100000")
+			sysfsfix.Set(t, root, counter("mlx5_4", "symbol_error"), "4000")
 			sysfsfix.Set(t, root, counter("mlx5_4", "link_downed"), "9")
 		}, func(t *testing.T, root string) {
 			sysfsfix.Set(t, root, counter("mlx5_4", "symbol_error"), "3")
@@ -84,7 +99,7 @@ func TestCounters(t *testing.T) {
 			"*":        {check.OK, "within limits"},
 		}},
 		{"after a reset the new value is the delta", h100Config(), func(t *testing.T, root string) {
-			sysfsfix.Set(t, root, counter("mlx5_4", "symbol_error"), "100000")
+			sysfsfix.Set(t, root, counter("mlx5_4", "symbol_error"), "4000")
 		}, func(t *testing.T, root string) {
 			sysfsfix.Set(t, root, counter("mlx5_4", "symbol_error"), "50")
 		}, map[string]want{
@@ -110,10 +125,10 @@ func TestCounters(t *testing.T) {
 			"*":        {check.OK, "within limits"},
 		}},
 		{"a disabled counter is not judged", disabled, nil, func(t *testing.T, root string) {
-			sysfsfix.Set(t, root, counter("mlx5_3", "symbol_error"), "999999")
+			sysfsfix.Set(t, root, counter("mlx5_3", "symbol_error"), "40000")
 		}, map[string]want{"*": {check.OK, "within limits"}}},
 		{"excluded mlx5_8 is not judged", h100Config(), nil, func(t *testing.T, root string) {
-			sysfsfix.Set(t, root, counter("mlx5_8", "symbol_error"), "999999")
+			sysfsfix.Set(t, root, counter("mlx5_8", "symbol_error"), "40000")
 		}, map[string]want{"*": {check.OK, "within limits"}}},
 		{"a reboot re-baselines", h100Config(), nil, func(t *testing.T, root string) {
 			setBoot(t, root, bootB)
@@ -151,6 +166,93 @@ func TestCounters(t *testing.T) {
 			}
 			expect(t, nameCounters, run(t, NewCounters(root, tc.cfg, st)), tc.want)
 		})
+	}
+}
+
+// The error counters stop at 2^width-1 (drivers/infiniband/core/sysfs.c
+// reads symbol_error at 16 bits, link_downed at 8, local_link_integrity_
+// errors at 4): growth past that cannot be seen.
+func TestCountersSaturation(t *testing.T) {
+	disabled := h100Config()
+	disabled.Counters.SymbolErrorMax = -1
+	baseline := map[string]want{"*": {check.OK, "baseline recorded"}}
+	tests := []struct {
+		name          string
+		cfg           config.IB
+		counter       string
+		before, after string
+		first, second map[string]want
+	}{
+		{"4-bit counter reaching 15 fails, though +1 is within the limit", h100Config(), "local_link_integrity_errors", "14", "15", baseline, map[string]want{
+			"mlx5_3/1": {check.Fail, "local_link_integrity_errors saturated at 15 (+1 seen); clear with perfquery -R -C mlx5_3 -P 1"},
+			"*":        {check.OK, "within limits"},
+		}},
+		{"16-bit symbol_error reaching 65535 fails", h100Config(), "symbol_error", "65530", "65535", baseline, map[string]want{
+			"mlx5_3/1": {check.Fail, "symbol_error saturated at 65535 (+5 seen)"},
+			"*":        {check.OK, "within limits"},
+		}},
+		{"8-bit link_downed reaching 255 fails", h100Config(), "link_downed", "254", "255", baseline, map[string]want{
+			"mlx5_3/1": {check.Fail, "link_downed saturated at 255 (+1 seen)"},
+			"*":        {check.OK, "within limits"},
+		}},
+		{"one below the top is a count", h100Config(), "symbol_error", "65530", "65534", baseline, map[string]want{
+			"*": {check.OK, "within limits"},
+		}},
+		{"saturated at the first run warns", h100Config(), "symbol_error", "65535", "65535", map[string]want{
+			"mlx5_3/1": {check.Warn, "symbol_error saturated at 65535 before the first run; errors are invisible until cleared (perfquery -R -C mlx5_3 -P 1)"},
+			"*":        {check.OK, "baseline recorded"},
+		}, map[string]want{
+			"mlx5_3/1": {check.Warn, "symbol_error saturated at 65535 since an earlier run; errors are invisible until cleared"},
+			"*":        {check.OK, "within limits"},
+		}},
+		{"saturated link_downed stays a warning while the link flaps", h100Config(), "link_downed", "255", "255", map[string]want{
+			"mlx5_3/1": {check.Warn, "link_downed saturated at 255 before the first run"},
+			"*":        {check.OK, "baseline recorded"},
+		}, map[string]want{
+			"mlx5_3/1": {check.Warn, "link_downed saturated at 255 since an earlier run"},
+			"*":        {check.OK, "within limits"},
+		}},
+		{"cleared after saturating: a new baseline", h100Config(), "excessive_buffer_overrun_errors", "15", "2", map[string]want{
+			"mlx5_3/1": {check.Warn, "excessive_buffer_overrun_errors saturated at 15 before the first run"},
+			"*":        {check.OK, "baseline recorded"},
+		}, map[string]want{
+			"mlx5_3/1": {check.OK, "counters were reset"},
+			"*":        {check.OK, "within limits"},
+		}},
+		{"an unjudged counter is not reported saturated", disabled, "symbol_error", "65535", "65535", baseline, map[string]want{
+			"*": {check.OK, "within limits"},
+		}},
+		// sysfs.c masks these to their width; a larger value means a wider
+		// counter, which can only be judged by its growth.
+		{"a value wider than the kernel's field is judged by growth", h100Config(), "symbol_error", "70000", "70025", baseline, map[string]want{
+			"mlx5_3/1": {check.Fail, "symbol_error +25 since last run > max 10"},
+			"*":        {check.OK, "within limits"},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := sysfsfix.Tree(t, sysfsfix.H100NDR)
+			setBoot(t, root, bootA)
+			st := statefile.Dir{Path: t.TempDir()}
+			sysfsfix.Set(t, root, counter("mlx5_3", tc.counter), tc.before)
+			expect(t, nameCounters, run(t, NewCounters(root, tc.cfg, st)), tc.first)
+			sysfsfix.Set(t, root, counter("mlx5_3", tc.counter), tc.after)
+			expect(t, nameCounters, run(t, NewCounters(root, tc.cfg, st)), tc.second)
+		})
+	}
+}
+
+// Every judged counter has a known width, and its default limit can be
+// exceeded before the counter stops.
+func TestCounterWidths(t *testing.T) {
+	for _, pc := range portCounters {
+		if config.IBCounterBits(pc.name) == 0 {
+			t.Errorf("%s: no width", pc.name)
+		}
+		if l := pc.limit(defaults().Counters); l < 0 || uint64(l) >= pc.top() {
+			t.Errorf("%s: default limit %d, counter stops at %d", pc.name, l, pc.top())
+		}
 	}
 }
 

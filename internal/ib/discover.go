@@ -36,6 +36,12 @@ type HCA struct {
 	Name    string // "mlx5_0"
 	PCIAddr string // "0000:19:00.0", lower case; "" if unknown (an SF, a soft device)
 	FW      string // fw_ver; "" if unreadable
+	// Virtual marks a device made at run time on top of a physical one:
+	// an SR-IOV virtual function, or a device without a PCI function of
+	// its own (an mlx5 sub-function on the auxiliary bus, rxe, siw). It
+	// may be gone after a reboot, and its port follows the physical
+	// port's, so it is neither counted nor judged.
+	Virtual bool
 	Ports   []Port
 }
 
@@ -124,6 +130,7 @@ func listPorts(dir string) []string {
 func readHCA(class, name string, portNames []string) HCA {
 	dev := filepath.Join(class, name)
 	h := HCA{Name: name, PCIAddr: pciAddr(dev)}
+	h.Virtual = h.PCIAddr == "" || isVF(dev)
 	if fw, err := readAttr(filepath.Join(dev, "fw_ver")); err == nil && printableValue(fw) {
 		h.FW = fw
 	}
@@ -162,6 +169,26 @@ func pciAddr(dev string) string {
 	return ""
 }
 
+// isVF reports whether the PCI function behind dev is an SR-IOV virtual
+// function: the kernel gives a VF's function a physfn link to its PF. It
+// is looked for beside the class link's target and through the device/
+// link, whichever the tree has.
+func isVF(dev string) bool {
+	if target, err := os.Readlink(dev); err == nil {
+		// dev's directory, the class directory, is a real one, so a
+		// relative target joins onto it lexically.
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(dev), target)
+		}
+		pci := filepath.Dir(filepath.Dir(target))
+		if _, err := os.Lstat(filepath.Join(pci, "physfn")); err == nil {
+			return true
+		}
+	}
+	_, err := os.Lstat(filepath.Join(dev, "device", "physfn"))
+	return err == nil
+}
+
 func readPort(dir string, num int) Port {
 	p := Port{Num: num}
 	var errs []error
@@ -187,8 +214,10 @@ func readPort(dir string, num int) Port {
 }
 
 // enumRe matches "4: ACTIVE" and "5: LinkUp"; phys_state names may hold
-// spaces ("7: Phy Test") or dashes.
-var enumRe = regexp.MustCompile(`^[0-9]{1,3}: ([A-Za-z][A-Za-z0-9 _-]{0,39})$`)
+// spaces ("7: Phy Test") or dashes, and a phys_state the kernel has no
+// name for (0, or beyond 7) reads "<unknown>" (phys_state_to_str), which
+// is a state that is not LinkUp, not garbage.
+var enumRe = regexp.MustCompile(`^[0-9]{1,3}: ([A-Za-z][A-Za-z0-9 _-]{0,39}|<unknown>)$`)
 
 // readEnumAttr reads a "<number>: <name>" attribute and returns the name.
 func readEnumAttr(p string) (string, error) {

@@ -8,8 +8,8 @@ import (
 )
 
 // Fragment describes the node for bring-up: a [checks.ib.port] table of
-// the values this node satisfies now (with exclude applied), and a comment
-// per HCA. Pasted into a [[host]] section for nodes of this kind, it turns
+// the values this node satisfies now (with exclude applied, virtual
+// devices left out as ib.port leaves them out), and a comment per HCA. Pasted into a [[host]] section for nodes of this kind, it turns
 // ib.port from reporting into requiring: fewer HCAs or active ports, a
 // slower link, another link layer or firmware then FAIL. A node without
 // RDMA devices gets expected_hcas = 0.
@@ -18,7 +18,7 @@ func Fragment(ctx context.Context, root string, exclude []string) (string, error
 	if err != nil {
 		return "", fmt.Errorf("inventory of RDMA devices: %w", err)
 	}
-	hcas := included(all, exclude)
+	hcas, _ := physical(included(all, exclude))
 	var b strings.Builder
 	b.WriteString("# RDMA devices and ports as seen now; ib.port passes with these values.\n")
 	if len(exclude) > 0 {
@@ -26,8 +26,13 @@ func Fragment(ctx context.Context, root string, exclude []string) (string, error
 	}
 	for _, h := range all {
 		note := ""
-		if Excluded(exclude, h.Name, 0) {
+		switch {
+		case Excluded(exclude, h.Name, 0):
 			note = " (excluded)"
+		case h.Virtual:
+			// Made at run time (sriov_numvfs, devlink): it may not be
+			// there after a reboot, so it is not required.
+			note = " (virtual function, not counted)"
 		}
 		fmt.Fprintf(&b, "# %s %s fw %s%s\n", h.Name, orDash(h.PCIAddr), orDash(h.FW), note)
 		for _, p := range h.Ports {

@@ -96,3 +96,40 @@ func TestFragmentError(t *testing.T) {
 		t.Error("no error")
 	}
 }
+
+// A fragment taken while VFs and SFs exist does not require them: they are
+// made at run time (sriov_numvfs, devlink) and may not be back after a
+// reboot. They are listed, marked as not counted.
+func TestFragmentVirtual(t *testing.T) {
+	root := withVirtual(t)
+	frag, err := Fragment(context.Background(), root, []string{"mlx5_8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse("fragment", []byte(frag), "gpu001")
+	if err != nil {
+		t.Fatalf("fragment does not load: %v\n%s", err, frag)
+	}
+	p := cfg.Checks.IB.Port
+	if p.ExpectedHCAs != 8 || p.ExpectedActivePorts != 8 || p.Inactive != "fail" || p.Firmware != "28.39.2048" {
+		t.Errorf("got %+v\n%s", p, frag)
+	}
+	for _, line := range []string{
+		"# mlx5_9 0000:19:00.1 fw 28.39.2048 (virtual function, not counted)\n",
+		"# mlx5_11 - fw 28.39.2048 (virtual function, not counted)\n",
+		"# mlx5_8 0000:c1:00.0 fw 28.39.2048 (excluded)\n",
+	} {
+		if !strings.Contains(frag, line) {
+			t.Errorf("no %q in\n%s", line, frag)
+		}
+	}
+	c := cfg.Checks.IB
+	c.Exclude = []string{"mlx5_8"}
+	for _, d := range []string{"mlx5_9", "mlx5_10", "mlx5_11"} {
+		removeVirtual(t, root, d)
+	}
+	expect(t, namePort, run(t, NewPort(root, c)), map[string]want{
+		"host": {check.OK, "8 HCAs, 8 of 8 ports active (1 excluded)"},
+		"*":    {check.OK, ""},
+	})
+}

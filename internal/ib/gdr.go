@@ -12,17 +12,15 @@ import (
 	"github.com/gpuhc/gpuhc/internal/gpu"
 )
 
-// peermem is the module that lets RDMA devices reach GPU memory.
-const peermem = "nvidia_peermem"
-
 type gdrCheck struct {
 	root string
 	cfg  config.IB
 	gpus func(context.Context) (int, error)
 }
 
-// NewGDR checks that nvidia_peermem is loaded (or built in) where GPUs and
-// RDMA devices are both present. gpus counts the node's GPUs (the NVML
+// NewGDR checks that a peer-memory module (c.GDR.Modules: nvidia_peermem,
+// or the older nv_peer_mem it replaced as a drop-in) is loaded or built in
+// where GPUs and RDMA devices are both present. gpus counts the node's GPUs (the NVML
 // inventory, or a simulated node's); nil counts NVIDIA GPUs on the PCI bus
 // under root.
 func NewGDR(root string, c config.IB, gpus func(context.Context) (int, error)) check.Check {
@@ -46,7 +44,7 @@ func (c *gdrCheck) judge(ctx context.Context) check.Result {
 	}
 	hcas := included(all, c.cfg.Exclude)
 	if len(hcas) == 0 {
-		return result(nameGDR, componentHost, check.Skip, "no RDMA devices%s", excludedNote(len(all)))
+		return noDevices(nameGDR, len(all), 0)
 	}
 	n, err := c.countGPUs(ctx)
 	switch {
@@ -59,14 +57,22 @@ func (c *gdrCheck) judge(ctx context.Context) check.Result {
 	case n == 0:
 		return result(nameGDR, componentHost, check.Skip, "no GPUs")
 	}
-	loaded, err := c.peermemLoaded()
-	switch {
-	case loaded:
-		return result(nameGDR, componentHost, check.OK, "%s loaded (%d GPUs, %d HCAs)", peermem, n, len(hcas))
-	case err != nil:
-		return result(nameGDR, componentHost, check.Error, "cannot tell if %s is loaded: %s", peermem, errText(err))
+	mods := c.cfg.GDR.Modules
+	if len(mods) == 0 {
+		// Refused by config validation; only a caller building its own
+		// configuration gets here.
+		return result(nameGDR, componentHost, check.Error, "no module named in checks.ib.gdr.modules")
 	}
-	return result(nameGDR, componentHost, check.Fail, "%s not loaded (GPUDirect RDMA off)", peermem)
+	found, err := c.loaded(mods)
+	switch {
+	case found != "":
+		return result(nameGDR, componentHost, check.OK, "%s loaded (%d GPUs, %d HCAs)", found, n, len(hcas))
+	case err != nil:
+		return result(nameGDR, componentHost, check.Error, "cannot tell if %s is loaded: %s", strings.Join(mods, " or "), errText(err))
+	case len(mods) == 1:
+		return result(nameGDR, componentHost, check.Fail, "%s not loaded (GPUDirect RDMA off)", mods[0])
+	}
+	return result(nameGDR, componentHost, check.Fail, "%s not loaded, nor %s (GPUDirect RDMA off)", mods[0], strings.Join(mods[1:], " or "))
 }
 
 func (c *gdrCheck) countGPUs(ctx context.Context) (int, error) {
@@ -77,30 +83,44 @@ func (c *gdrCheck) countGPUs(ctx context.Context) (int, error) {
 	return len(bus), err
 }
 
-// peermemLoaded looks in /proc/modules, then in /sys/module, where built-in
-// modules with parameters show too. An unreadable /proc/modules without
-// the /sys/module entry cannot tell "not loaded" from "not listed": that
-// is an error, not a FAIL.
-func (c *gdrCheck) peermemLoaded() (bool, error) {
-	if _, err := os.Stat(filepath.Join(c.root, "sys/module", peermem)); err == nil {
-		return true, nil
+// loaded returns the first of mods found in /sys/module, where built-in
+// modules with parameters show too, or else in /proc/modules; "" when none
+// is. An unreadable /proc/modules without a /sys/module entry cannot tell
+// "not loaded" from "not listed": that is an error, not a FAIL.
+func (c *gdrCheck) loaded(mods []string) (string, error) {
+	for _, m := range mods {
+		if _, err := os.Stat(filepath.Join(c.root, "sys/module", modName(m))); err == nil {
+			return m, nil
+		}
 	}
 	p := filepath.Join(c.root, "proc/modules")
 	b, err := readFile(p, maxProc)
 	if err != nil {
-		return false, err
+		return "", err
 	}
+	listed := map[string]bool{}
+	var bad error
 	for i, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		if len(f) < 3 {
-			return false, fmt.Errorf("%s line %d: not a module line: %s", p, i+1, quoteShort(line))
-		}
-		if strings.ReplaceAll(f[0], "-", "_") == peermem {
-			return true, nil
+		switch {
+		case len(f) == 0:
+		case len(f) < 3:
+			if bad == nil {
+				bad = fmt.Errorf("%s line %d: not a module line: %s", p, i+1, quoteShort(line))
+			}
+		default:
+			listed[modName(f[0])] = true
 		}
 	}
-	return false, nil
+	for _, m := range mods {
+		if listed[modName(m)] {
+			return m, nil
+		}
+	}
+	// A garbled line might have been the module's.
+	return "", bad
 }
+
+// modName is a module's name as the kernel keeps it: modprobe takes
+// "nv-peer-mem" for "nv_peer_mem".
+func modName(s string) string { return strings.ReplaceAll(s, "-", "_") }

@@ -29,7 +29,7 @@ func TestGDR(t *testing.T) {
 		{"nvidia_peermem missing", sysfsfix.H100NDR, nil, func(t *testing.T, root string) {
 			sysfsfix.Set(t, root, "proc/modules", withoutPeermem)
 			sysfsfix.Remove(t, root, "sys/module/nvidia_peermem")
-		}, want{check.Fail, "nvidia_peermem not loaded (GPUDirect RDMA off)"}},
+		}, want{check.Fail, "nvidia_peermem not loaded, nor nv_peer_mem (GPUDirect RDMA off)"}},
 		{"nvidia_peermem built in", sysfsfix.H100NDR, nil, func(t *testing.T, root string) {
 			sysfsfix.Set(t, root, "proc/modules", withoutPeermem)
 			sysfsfix.Remove(t, root, "sys/module/nvidia_peermem")
@@ -52,7 +52,7 @@ func TestGDR(t *testing.T) {
 		{"unreadable /proc/modules is an error, not a drain", sysfsfix.RoCE, nil, func(t *testing.T, root string) {
 			sysfsfix.Remove(t, root, "proc/modules")
 			sysfsfix.Remove(t, root, "sys/module/nvidia_peermem")
-		}, want{check.Error, "cannot tell if nvidia_peermem is loaded"}},
+		}, want{check.Error, "cannot tell if nvidia_peermem or nv_peer_mem is loaded"}},
 		{"garbage /proc/modules is an error, not a drain", sysfsfix.RoCE, nil, func(t *testing.T, root string) {
 			sysfsfix.Set(t, root, "proc/modules", "\x7fELF\x02\x01")
 			sysfsfix.Remove(t, root, "sys/module/nvidia_peermem")
@@ -69,6 +69,56 @@ func TestGDR(t *testing.T) {
 				tc.fault(t, root)
 			}
 			expect(t, nameGDR, run(t, NewGDR(root, defaults(), tc.gpus)), map[string]want{"host": tc.want})
+		})
+	}
+}
+
+// MLNX_OFED's nvidia-peer-memory package loads nv_peer_mem, which gives the
+// same GPUDirect RDMA as the driver's nvidia_peermem (its drop-in
+// replacement); checks.ib.gdr.modules says which are accepted.
+func TestGDRModules(t *testing.T) {
+	withLegacy := "nv_peer_mem 16384 0 - Live 0xffffffffc2c9f000 (OE)\n" +
+		"nvidia 56700928 2 nvidia_uvm,nv_peer_mem, Live 0xffffffffbf6a0000 (POE)\n"
+	legacyInProc := func(t *testing.T, root string) {
+		sysfsfix.Set(t, root, "proc/modules", withLegacy)
+		sysfsfix.Remove(t, root, "sys/module/nvidia_peermem")
+	}
+	tests := []struct {
+		name    string
+		modules []string // nil: the default
+		fault   func(t *testing.T, root string)
+		want    want
+	}{
+		{"nv_peer_mem in /proc/modules", nil, legacyInProc, want{check.OK, "nv_peer_mem loaded (8 GPUs, 9 HCAs)"}},
+		{"nv_peer_mem in /sys/module", nil, func(t *testing.T, root string) {
+			legacyInProc(t, root)
+			sysfsfix.Remove(t, root, "proc/modules")
+			writeFile(t, root, "sys/module/nv_peer_mem/refcnt", "0\n")
+		}, want{check.OK, "nv_peer_mem loaded"}},
+		{"both loaded: the first named is reported", nil, func(t *testing.T, root string) {
+			writeFile(t, root, "sys/module/nv_peer_mem/refcnt", "0\n")
+		}, want{check.OK, "nvidia_peermem loaded"}},
+		{"only nvidia_peermem accepted", []string{"nvidia_peermem"}, legacyInProc,
+			want{check.Fail, "nvidia_peermem not loaded (GPUDirect RDMA off)"}},
+		{"a name written with dashes", []string{"nv-peer-mem"}, legacyInProc, want{check.OK, "nv-peer-mem loaded"}},
+		{"a garbled line does not hide a listed module", nil, func(t *testing.T, root string) {
+			sysfsfix.Set(t, root, "proc/modules", "\x7fELF\n"+withLegacy)
+			sysfsfix.Remove(t, root, "sys/module/nvidia_peermem")
+		}, want{check.OK, "nv_peer_mem loaded"}},
+		{"no module named", []string{}, nil, want{check.Error, "no module named in checks.ib.gdr.modules"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := sysfsfix.Tree(t, sysfsfix.H100NDR)
+			if tc.fault != nil {
+				tc.fault(t, root)
+			}
+			c := defaults()
+			if tc.modules != nil {
+				c.GDR.Modules = tc.modules
+			}
+			expect(t, nameGDR, run(t, NewGDR(root, c, nil)), map[string]want{"host": tc.want})
 		})
 	}
 }

@@ -40,9 +40,16 @@ func TestDiscoverParity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	roots := map[string]func(t *testing.T) string{
+		// SR-IOV VFs and an SF: Virtual must come out the same both ways.
+		"h100-ndr+virtual": func(t *testing.T) string { return withVirtual(t) },
+	}
 	for _, tree := range trees {
-		t.Run(tree, func(t *testing.T) {
-			root := sysfsfix.Tree(t, tree)
+		roots[tree] = func(t *testing.T) string { return sysfsfix.Tree(t, tree) }
+	}
+	for name, mk := range roots {
+		t.Run(name, func(t *testing.T) {
+			root := mk(t)
 			cmd := exec.Command(unshareBin, "-m", "--propagation", "private", exe,
 				"-test.run=^TestDiscoverParity$", "-test.count=1", "-test.v")
 			cmd.Env = []string{parityEnv + "=" + root, "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}

@@ -17,10 +17,11 @@ type portCheck struct {
 	cfg  config.IB
 }
 
-// NewPort checks each RDMA port that is not excluded: state ACTIVE and
-// phys_state LinkUp, rate at least min_rate_gbps, the configured link
-// layer; each HCA's firmware against the pin; and the node's HCA and
-// active-port counts.
+// NewPort checks each port of a physical RDMA device that is not
+// excluded: state ACTIVE and phys_state LinkUp, rate at least
+// min_rate_gbps, the configured link layer; each HCA's firmware against
+// the pin; and the node's HCA and active-port counts. Virtual devices
+// (HCA.Virtual) are only mentioned in the count's message.
 func NewPort(root string, c config.IB) check.Check {
 	return &portCheck{root: root, cfg: c}
 }
@@ -35,10 +36,11 @@ func (c *portCheck) Run(ctx context.Context) []check.Result {
 		}
 		return []check.Result{result(namePort, componentHost, check.Error, "cannot list RDMA devices: %s", errText(err))}
 	}
-	hcas := included(all, c.cfg.Exclude)
+	incl := included(all, c.cfg.Exclude)
+	hcas, virt := physical(incl)
 	p := c.cfg.Port
 	if len(hcas) == 0 && p.ExpectedHCAs <= 0 && p.ExpectedActivePorts <= 0 {
-		return []check.Result{result(namePort, componentHost, check.Skip, "no RDMA devices%s", excludedNote(len(all)))}
+		return []check.Result{noDevices(namePort, len(all)-len(incl), virt)}
 	}
 	var out []check.Result
 	var n portCount
@@ -51,7 +53,7 @@ func (c *portCheck) Run(ctx context.Context) []check.Result {
 			out = append(out, c.judgePort(h, pt))
 		}
 	}
-	return append(out, c.judgeCounts(all, hcas, n))
+	return append(out, c.judgeCounts(all, hcas, n, unjudgedNote(len(all)-len(incl), virt)))
 }
 
 // portCount tallies the judged ports by state. A port whose state could
@@ -87,11 +89,44 @@ func included(all []HCA, exclude []string) []HCA {
 	return out
 }
 
-func excludedNote(n int) string {
-	if n == 0 {
+// physical drops the virtual devices (HCA.Virtual) and counts them. A VF's
+// or SF's port follows the physical port's state (ip-link(8) can even
+// force a VF up while the PF link is down), and the device may be gone
+// after a reboot: counting it could hide a dead physical port, or fail a
+// node for a VF nobody recreated.
+func physical(hcas []HCA) ([]HCA, int) {
+	var out []HCA
+	for _, h := range hcas {
+		if !h.Virtual {
+			out = append(out, h)
+		}
+	}
+	return out, len(hcas) - len(out)
+}
+
+// unjudgedNote says how many of the devices found are left out of the
+// judging: " (1 excluded)", " (2 virtual not judged)", or both.
+func unjudgedNote(excluded, virtual int) string {
+	var parts []string
+	if excluded > 0 {
+		parts = append(parts, fmt.Sprintf("%d excluded", excluded))
+	}
+	if virtual > 0 {
+		parts = append(parts, fmt.Sprintf("%d virtual not judged", virtual))
+	}
+	if len(parts) == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (%d excluded)", n)
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// noDevices is the SKIP of a node with nothing to judge.
+func noDevices(name string, excluded, virtual int) check.Result {
+	what := "RDMA devices"
+	if virtual > 0 {
+		what = "physical RDMA devices"
+	}
+	return result(name, componentHost, check.Skip, "no %s%s", what, unjudgedNote(excluded, virtual))
 }
 
 func portName(dev string, num int) string { return dev + "/" + strconv.Itoa(num) }
@@ -150,9 +185,10 @@ func (c *portCheck) judgeFirmware(h HCA) check.Result {
 	return r
 }
 
-// judgeCounts compares the node's HCAs and active ports with what is
-// expected. all includes the excluded devices, whose numbers are not gaps.
-func (c *portCheck) judgeCounts(all, hcas []HCA, pc portCount) check.Result {
+// judgeCounts compares the node's physical HCAs and their active ports
+// with what is expected. all includes the excluded and virtual devices,
+// whose numbers are not gaps; note says how many those are.
+func (c *portCheck) judgeCounts(all, hcas []HCA, pc portCount, note string) check.Result {
 	cfg := c.cfg.Port
 	v := verdict{name: namePort, comp: componentHost}
 	n := len(hcas)
@@ -178,7 +214,7 @@ func (c *portCheck) judgeCounts(all, hcas []HCA, pc portCount) check.Result {
 		}
 		v.add(check.Fail, msg)
 	}
-	return v.result(fmt.Sprintf("%d HCAs, %d of %d ports active%s", n, pc.active, pc.all, excludedNote(len(all)-n)))
+	return v.result(fmt.Sprintf("%d HCAs, %d of %d ports active%s", n, pc.active, pc.all, note))
 }
 
 var numbered = regexp.MustCompile(`^(.*?)([0-9]+)$`)

@@ -228,6 +228,39 @@ func TestPortFaults(t *testing.T) {
 			"mlx5_3/1": {check.Error, "no such file"},
 			"*":        {check.OK, ""},
 		}},
+		{"phys_state the kernel has no name for is not up", h100Config(), func(t *testing.T, root string) {
+			sysfsfix.Set(t, root, p3+"/state", "1: DOWN")
+			sysfsfix.Set(t, root, p3+"/phys_state", "0: <unknown>")
+		}, map[string]want{
+			"mlx5_3/1": {check.Fail, "state DOWN (phys <unknown>)"},
+			"host":     {check.Fail, "7 active ports, expected 8 (inactive: mlx5_3/1)"},
+			"*":        {check.OK, ""},
+		}},
+		// Inactive = "fail" and the firmware pin would fail the VFs' DOWN
+		// port and garbage fw_ver if they were judged.
+		{"virtual devices are neither judged nor counted", h100Config(), func(t *testing.T, root string) {
+			addVF(t, root, "mlx5_0", "mlx5_9", 1)
+			addSF(t, root, "mlx5_1", "mlx5_10", 0)
+			for _, d := range []string{"mlx5_9", "mlx5_10"} {
+				sysfsfix.Set(t, root, sysfsfix.PortDir(d, 1)+"/state", "1: DOWN")
+				sysfsfix.Set(t, root, "sys/class/infiniband/"+d+"/fw_ver", "\x00")
+			}
+		}, map[string]want{
+			"host": {check.OK, "8 HCAs, 8 of 8 ports active (1 excluded, 2 virtual not judged)"},
+			"*":    {check.OK, ""},
+		}},
+		// ip-link(8) "vf N state enable" keeps a VF's port up while the
+		// PF's link is down: the VFs must not make up the count.
+		{"active VF ports do not hide a dead PF port", countOnly, func(t *testing.T, root string) {
+			addVF(t, root, "mlx5_3", "mlx5_9", 1)
+			addVF(t, root, "mlx5_3", "mlx5_10", 2)
+			sysfsfix.Set(t, root, p3+"/state", "1: DOWN")
+			sysfsfix.Set(t, root, p3+"/phys_state", "3: Disabled")
+		}, map[string]want{
+			"mlx5_3/1": {check.Warn, "state DOWN (phys Disabled)"},
+			"host":     {check.Fail, "7 active ports, expected 8 (inactive: mlx5_3/1)"},
+			"*":        {check.OK, ""},
+		}},
 		{"down port with garbage rate still fails", h100Config(), func(t *testing.T, root string) {
 			sysfsfix.Set(t, root, p3+"/state", "1: DOWN")
 			sysfsfix.Set(t, root, p3+"/phys_state", "2: Polling")
@@ -259,6 +292,8 @@ func TestPortNoDevices(t *testing.T) {
 	none.Port.ExpectedHCAs = 0
 	allExcluded := defaults()
 	allExcluded.Exclude = []string{"mlx5_*"}
+	physExcluded := defaults()
+	physExcluded.Exclude = []string{"mlx5_[0-3]"}
 	tests := []struct {
 		name string
 		tree string
@@ -270,11 +305,18 @@ func TestPortNoDevices(t *testing.T) {
 		{"HCAs expected", "", want8, map[string]want{"host": {check.Fail, "0 HCAs, expected 8"}}},
 		{"ports expected", "", wantPorts, map[string]want{"host": {check.Fail, "0 active ports, expected 4"}}},
 		{"all excluded", sysfsfix.RoCE, allExcluded, map[string]want{"host": {check.Skip, "no RDMA devices (4 excluded)"}}},
+		{"only virtual devices left", "roce+vf", physExcluded, map[string]want{
+			"host": {check.Skip, "no physical RDMA devices (4 excluded, 1 virtual not judged)"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			if tc.tree != "" {
+			switch tc.tree {
+			case "":
+			case "roce+vf":
+				root = sysfsfix.Tree(t, sysfsfix.RoCE)
+				addVF(t, root, "mlx5_0", "mlx5_4", 1)
+			default:
 				root = sysfsfix.Tree(t, tc.tree)
 			}
 			expect(t, namePort, run(t, NewPort(root, tc.cfg)), tc.want)

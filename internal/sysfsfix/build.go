@@ -154,6 +154,35 @@ func (b *builder) system() {
 		b.t.attr("sys/devices/system/cpu/"+f, all)
 	}
 	b.t.attr("sys/devices/system/cpu/offline", "")
+	// One NUMA node per socket on these machines: each CPU's package is
+	// its node, as topology reads it to tell sockets apart.
+	for node, cl := range n.numaCPUs {
+		for _, cpu := range cpuList(cl) {
+			b.t.attr(fmt.Sprintf("sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu), strconv.Itoa(node))
+		}
+	}
+}
+
+// cpuList expands a kernel cpulist ("0-55,112-167").
+func cpuList(s string) []int {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			continue
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				continue
+			}
+		}
+		for c := a; c <= b; c++ {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // cpuTemps lays out the CPU package sensors: Intel coretemp platform

@@ -47,13 +47,24 @@ func TestFragment(t *testing.T) {
 		{
 			name:   "a cross-socket pairing is named",
 			tree:   sysfsfix.H100NDR,
-			mutate: []mutation{down(3, 4, 5, 6, 7)},
+			mutate: []mutation{packages(0, 1), down(3, 4, 5, 6, 7)},
 			contains: []string{`"0000:5d:00.0=mlx5_0", # gpu3: same NUMA node`,
 				`"0000:9a:00.0=mlx5_0", # gpu4: across sockets`},
 			pairs: 8,
 			want: gpus(8, merge(
 				map[int]want{3: {check.OK, "mlx5_0 is on the same NUMA node (0), as pinned"}},
 				each(gpuRange(4, 7), want{check.Warn, "mlx5_0 is across sockets"}))),
+		},
+		{
+			name:   "a pairing across NUMA nodes of one socket is named",
+			tree:   sysfsfix.H100NDR,
+			mutate: []mutation{nps4, removeHCAs(1, 2, 3, 5, 6, 7)},
+			contains: []string{`"0000:2a:00.0=mlx5_0", # gpu1: across NUMA nodes of one socket`,
+				`"0000:ab:00.0=mlx5_4", # gpu5: across NUMA nodes of one socket`},
+			pairs: 8,
+			want: gpus(8, merge(
+				each(gpuRange(1, 3), want{check.OK, "mlx5_0 is across NUMA nodes of one socket (gpu numa"}),
+				each(gpuRange(5, 7), want{check.OK, "mlx5_4 is across NUMA nodes of one socket (gpu numa"}))),
 		},
 		{
 			name:     "a GPU without an active HCA is not pinned",
@@ -132,6 +143,13 @@ func TestConfig(t *testing.T) {
 		err  string // "" valid
 	}{
 		{`numa = "fail"` + "\n" + `same_switch = "warn"` + "\n" + `funnel = "off"`, ""},
+		{`numa_same_socket = "warn"`, ""},
+		{`numa_same_socket = "on"`, `checks.topology.numa_same_socket: "on": want one of`},
+		{`pairs = ["10000:01:00.0=mlx5_0", "00010000:02:00.0=mlx5_1"]`, ""},
+		{`pairs = ["10000:01:00.0=mlx5_0", "00010000:01:00.0=mlx5_1"]`, `checks.topology.pairs[1]: GPU 10000:01:00.0 is pinned twice`},
+		{`pairs = ["0000:01:00.0=mlx5_0", "00010000:01:00.0=mlx5_1"]`, ""},
+		{`pairs = ["000000000:01:00.0=mlx5_0"]`, `is not a PCI address`},
+		{`pairs = ["018:00.0=mlx5_0"]`, `is not a PCI address`},
 		{`numa = "drain"`, `checks.topology.numa: "drain": want one of`},
 		{`same_switch = "on"`, `checks.topology.same_switch: "on"`},
 		{`funnel = ""`, `checks.topology.funnel: ""`},
@@ -155,7 +173,17 @@ func TestConfig(t *testing.T) {
 	if _, _, err := config.ParsePair("00000000:2A:00.0=mlx5_1"); err != nil {
 		t.Error(err)
 	}
-	if a, h, _ := config.ParsePair(" 00000000:2A:00.0 = mlx5_1 "); a != "0000:2a:00.0" || h != "mlx5_1" {
-		t.Errorf("ParsePair normalised to %q %q", a, h)
+	// Addresses come out as sysfs writes them, the domain at least 4 digits.
+	for in, addr := range map[string]string{
+		" 00000000:2A:00.0 = mlx5_1 ": "0000:2a:00.0",
+		"00000000:18:00.0=mlx5_1":     "0000:18:00.0",
+		"0000:18:00.0=mlx5_1":         "0000:18:00.0",
+		"00010000:01:00.0=mlx5_1":     "10000:01:00.0", // VMD domain, NVML's form
+		"10000:E1:00.0=mlx5_1":        "10000:e1:00.0", // and sysfs's
+		"0001:9a:00.1=mlx5_1":         "0001:9a:00.1",
+	} {
+		if a, h, err := config.ParsePair(in); a != addr || h != "mlx5_1" || err != nil {
+			t.Errorf("ParsePair(%q) = %q %q %v, want %q mlx5_1", in, a, h, err, addr)
+		}
 	}
 }

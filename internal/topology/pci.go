@@ -12,9 +12,14 @@ import (
 	"strings"
 )
 
-// maxAttr caps a sysfs attribute read: numa_node is a few bytes, and a
-// garbage tree must not make us read more.
+// maxAttr caps a one-value sysfs attribute read: numa_node is a few
+// bytes, and a garbage tree must not make us read more.
 const maxAttr = 64
+
+// maxList caps a list attribute (a node's cpulist): a machine numbering
+// CPUs round-robin across sockets writes "0,2,4,...", hundreds of bytes;
+// the kernel writes such an attribute into one page.
+const maxList = 4096
 
 // maxNUMANode is the kernel's largest node count (NODES_SHIFT 10); a
 // numa_node beyond it is garbage, not a node.
@@ -122,18 +127,23 @@ func readNUMA(path string) (int, error) {
 }
 
 // readAttr reads a one-line sysfs attribute of at most maxAttr bytes.
-func readAttr(path string) (string, error) {
+func readAttr(path string) (string, error) { return readCapped(path, maxAttr) }
+
+// readList reads a list attribute such as cpulist, of at most maxList bytes.
+func readList(path string) (string, error) { return readCapped(path, maxList) }
+
+func readCapped(path string, limit int64) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", path, bare(err))
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxAttr+1))
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", path, bare(err))
 	}
-	if len(b) > maxAttr {
-		return "", fmt.Errorf("read %s: larger than %d bytes", path, maxAttr)
+	if int64(len(b)) > limit {
+		return "", fmt.Errorf("read %s: larger than %d bytes", path, limit)
 	}
 	return strings.TrimSpace(string(b)), nil
 }
@@ -157,18 +167,37 @@ func quoteShort(s string) string {
 	return strconv.Quote(s)
 }
 
+// cpuListRE is a non-empty cpulist as the kernel writes it: "0-55,112-167".
+var cpuListRE = regexp.MustCompile(`^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$`)
+
+// socketRel is whether two NUMA nodes are on one CPU package.
+type socketRel int
+
+const (
+	socketUnknown socketRel = iota
+	socketSame
+	socketOther
+)
+
 // sockets tells whether two NUMA nodes are on one CPU package, from the
-// first CPU of each node. Sub-NUMA clustering (SNC, NPS) splits a socket
-// into several nodes; messages should not then claim "across sockets".
-// It is only used for wording, so anything unreadable is "don't know".
+// first CPU of each node. Sub-NUMA clustering (AMD NPS2/NPS4, Intel SNC)
+// splits a socket into several nodes, and an HCA on another node of the
+// GPU's own socket is not "across sockets". Anything unreadable is
+// "don't know", which never fails a node.
 type sockets struct {
 	root string
 	pkg  map[int]int // NUMA node -> package; -1 unknown
 }
 
-func (s *sockets) same(a, b int) bool {
+func (s *sockets) relate(a, b int) socketRel {
 	pa, pb := s.of(a), s.of(b)
-	return pa >= 0 && pa == pb
+	switch {
+	case pa < 0 || pb < 0:
+		return socketUnknown
+	case pa == pb:
+		return socketSame
+	}
+	return socketOther
 }
 
 func (s *sockets) of(node int) int {
@@ -180,9 +209,14 @@ func (s *sockets) of(node int) int {
 	return p
 }
 
+// lookup finds a node's package; a node without CPUs (memory only, as
+// CXL or HBM nodes are) has none, so -1.
 func (s *sockets) lookup(node int) int {
-	list, err := readAttr(filepath.Join(s.root, "sys/devices/system/node", fmt.Sprintf("node%d", node), "cpulist"))
-	if err != nil {
+	if node < 0 {
+		return -1
+	}
+	list, err := readList(filepath.Join(s.root, "sys/devices/system/node", fmt.Sprintf("node%d", node), "cpulist"))
+	if err != nil || !cpuListRE.MatchString(list) {
 		return -1
 	}
 	first, _, _ := strings.Cut(list, ",")

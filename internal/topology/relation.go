@@ -16,9 +16,16 @@ const (
 	relComplex
 	// relNUMA: another root complex on the same NUMA node (NODE).
 	relNUMA
+	// relSocket: another NUMA node of the same CPU package, as sub-NUMA
+	// clustering (AMD NPS2/NPS4, Intel SNC) makes them: traffic stays on
+	// the socket's own fabric, so it is nearer than across sockets.
+	relSocket
 	// relUnknown: another root complex, and a NUMA node is unknown.
 	relUnknown
-	// relCross: another NUMA node, usually the other socket (SYS).
+	// relOtherNode: another NUMA node whose socket cannot be told; it may
+	// be the GPU's own, so it ranks before relCross and never FAILs.
+	relOtherNode
+	// relCross: another NUMA node on another socket (SYS).
 	relCross
 )
 
@@ -31,9 +38,6 @@ type link struct {
 	// depth is how many PCI devices below the host bridge both share;
 	// it orders HCAs of the same relation (a deeper common switch wins).
 	depth int
-	// sameSocket is set for relCross when both nodes are known to be on
-	// one CPU package (sub-NUMA clustering).
-	sameSocket bool
 }
 
 // relate places an HCA relative to a GPU. The NUMA nodes are needed only
@@ -71,8 +75,14 @@ func relate(g, h device, sk *sockets) (link, error) {
 	case g.numa == h.numa:
 		l.rel = relNUMA
 	default:
-		l.rel = relCross
-		l.sameSocket = sk.same(g.numa, h.numa)
+		switch sk.relate(g.numa, h.numa) {
+		case socketSame:
+			l.rel = relSocket
+		case socketOther:
+			l.rel = relCross
+		default:
+			l.rel = relOtherNode
+		}
 	}
 	return l, nil
 }
@@ -104,8 +114,10 @@ func (l link) where() string {
 		return fmt.Sprintf("on the same NUMA node (%d)", l.gpuN)
 	case relUnknown:
 		return fmt.Sprintf("on another root complex, NUMA unknown (gpu numa %d, HCA numa %d)", l.gpuN, l.hcaN)
+	case relOtherNode:
+		return fmt.Sprintf("on another NUMA node, socket unknown (gpu numa %d, HCA numa %d)", l.gpuN, l.hcaN)
 	}
-	return fmt.Sprintf("%s (gpu numa %d, HCA numa %d)", l.crossName(), l.gpuN, l.hcaN)
+	return fmt.Sprintf("%s (gpu numa %d, HCA numa %d)", l.short(), l.gpuN, l.hcaN)
 }
 
 // short names the relation in a bring-up comment.
@@ -117,15 +129,16 @@ func (l link) short() string {
 		return "same root complex"
 	case relNUMA:
 		return "same NUMA node"
+	case relSocket:
+		return "across NUMA nodes of one socket"
 	case relUnknown:
 		return "NUMA unknown"
-	}
-	return l.crossName()
-}
-
-func (l link) crossName() string {
-	if l.sameSocket {
-		return "across NUMA nodes of one socket"
+	case relOtherNode:
+		return "another NUMA node, socket unknown"
 	}
 	return "across sockets"
 }
+
+// farNode reports a relation to another NUMA node, on another socket or
+// perhaps so: what the numa rule and the funnel judge.
+func (l link) farNode() bool { return l.rel == relOtherNode || l.rel == relCross }

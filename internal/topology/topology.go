@@ -1,11 +1,13 @@
 // Package topology holds the topology check: where each GPU's nearest
 // active InfiniBand/RoCE HCA sits on the PCI hierarchy (the same PCIe
-// switch, the same root complex, the same NUMA node, or across sockets),
+// switch, the same root complex, the same NUMA node, another NUMA node of
+// the same socket, or across sockets),
 // whether every GPU funnels into one NIC, and optional bring-up pins of
 // GPUs to HCAs.
 //
 // It reads sysfs under a root directory ("/" on a node, a fixture tree in
-// tests): the resolved /sys/bus/pci/devices/<addr> links and numa_node.
+// tests): the resolved /sys/bus/pci/devices/<addr> links, numa_node, and
+// each NUMA node's CPU package.
 // Nothing is executed and nothing is written.
 package topology
 
@@ -66,15 +68,18 @@ func (t *topo) Run(ctx context.Context) []check.Result {
 
 // rules is the configuration turned into statuses: OK means "not judged".
 type rules struct {
-	numa, sameSwitch, funnel check.Status
-	funnelOn                 bool
-	pins                     map[string]string // GPU address -> HCA
+	numa, numaSameSocket, sameSwitch, funnel check.Status
+	funnelOn                                 bool
+	pins                                     map[string]string // GPU address -> HCA
 }
 
 func parseRules(c config.Topology) (rules, error) {
 	var r rules
 	var err error
 	if r.numa, err = mode("numa", c.NUMA); err != nil {
+		return r, err
+	}
+	if r.numaSameSocket, err = mode("numa_same_socket", c.NUMASameSocket); err != nil {
 		return r, err
 	}
 	if r.sameSwitch, err = mode("same_switch", c.SameSwitch); err != nil {
@@ -132,7 +137,7 @@ func (t *topo) run(ctx context.Context) []check.Result {
 		if f.n < len(s.gpus) {
 			who = fmt.Sprintf("%d of %d GPUs", f.n, len(s.gpus))
 		}
-		out = append(out, result(componentHost, check.IDs{}, r.funnel, "%s funnel to %s (%d across sockets)", who, f.hca, f.cross))
+		out = append(out, result(componentHost, check.IDs{}, f.status(r), "%s funnel to %s (%s)", who, f.hca, f.far()))
 	}
 	out = append(out, s.missingPins(r)...)
 	return out
@@ -142,8 +147,12 @@ func (t *topo) run(ctx context.Context) []check.Result {
 type hcaInfo struct {
 	name     string
 	excluded bool // by checks.ib.exclude: all its ports, or the device
-	offPCI   bool // no PCI address: a software device or a sub-function
-	active   bool // a port not excluded is ACTIVE
+	// virtual is ib.HCA.Virtual: an SR-IOV VF, whose port follows its
+	// PF's (and can be forced up while the PF link is down), or a device
+	// off the PCI hierarchy (a sub-function, rxe, siw). Neither near nor
+	// far from a GPU, it never serves as one's nearest HCA.
+	virtual bool
+	active  bool // a port not excluded is ACTIVE
 	// stateErr is set when no port is known ACTIVE and some port's state
 	// could not be read: it might be up.
 	stateErr error
@@ -187,18 +196,16 @@ func scan(ctx context.Context, root string, exclude []string, gpus GPUs) (*scann
 		return nil, fmt.Errorf("discover RDMA devices: %w", err)
 	}
 	s := &scanned{}
-	excluded, offPCI := 0, 0
+	excluded, virtual := 0, 0
 	for _, h := range found {
 		hi := newHCA(h, exclude)
 		s.hcas = append(s.hcas, hi)
 		switch {
 		case hi.excluded:
 			excluded++
-		case hi.dev.addr == "":
-			// Soft RoCE, iWARP in software, a sub-function: not on the
-			// PCI hierarchy, so neither near nor far from a GPU.
-			hi.offPCI = true
-			offPCI++
+		case h.Virtual || hi.dev.addr == "":
+			hi.virtual = true
+			virtual++
 		default:
 			s.count++
 		}
@@ -207,11 +214,11 @@ func scan(ctx context.Context, root string, exclude []string, gpus GPUs) (*scann
 	case len(found) == 0:
 		s.skip = "no RDMA devices"
 		return s, nil
-	case s.count == 0 && offPCI == 0:
+	case s.count == 0 && virtual == 0:
 		s.skip = fmt.Sprintf("no RDMA devices outside checks.ib.exclude (%d excluded)", excluded)
 		return s, nil
 	case s.count == 0:
-		s.skip = fmt.Sprintf("no PCI RDMA devices outside checks.ib.exclude (%d excluded, %d not on PCI)", excluded, offPCI)
+		s.skip = fmt.Sprintf("no physical RDMA devices outside checks.ib.exclude (%d excluded, %d virtual)", excluded, virtual)
 		return s, nil
 	}
 	list, err := gpus(ctx)
@@ -223,7 +230,7 @@ func scan(ctx context.Context, root string, exclude []string, gpus GPUs) (*scann
 		return s, nil
 	}
 	for _, h := range s.hcas {
-		if !h.excluded && !h.offPCI {
+		if !h.excluded && !h.virtual {
 			h.dev = locate(root, h.dev.addr)
 		}
 	}
@@ -272,7 +279,7 @@ func (s *scanned) place(g GPU, root string, sk *sockets) *gpuInfo {
 		return gi
 	}
 	for _, h := range s.hcas {
-		if h.excluded || h.offPCI || (!h.active && h.stateErr == nil) {
+		if h.excluded || h.virtual || (!h.active && h.stateErr == nil) {
 			continue
 		}
 		l, err := relate(gi.dev, h.dev, sk)
@@ -294,10 +301,33 @@ func (s *scanned) place(g GPU, root string, sk *sockets) *gpuInfo {
 type funnelInfo struct {
 	hca      string
 	n, cross int
+	// unsure are GPUs reaching it on another NUMA node whose socket
+	// cannot be told.
+	unsure int
+}
+
+// status is the funnel's verdict: a funnel no GPU is known to reach
+// across sockets is at most a WARN.
+func (f *funnelInfo) status(r rules) check.Status {
+	if f.cross == 0 {
+		return min(r.funnel, check.Warn)
+	}
+	return r.funnel
+}
+
+func (f *funnelInfo) far() string {
+	switch {
+	case f.unsure == 0:
+		return fmt.Sprintf("%d across sockets", f.cross)
+	case f.cross == 0:
+		return fmt.Sprintf("%d on other NUMA nodes, socket unknown", f.unsure)
+	}
+	return fmt.Sprintf("%d across sockets, %d on other NUMA nodes, socket unknown", f.cross, f.unsure)
 }
 
 // funnel reports every placed GPU funnelling to one HCA that some reach
-// across sockets. One GPU is no funnel: the NUMA rule covers it; nor are
+// across sockets (or perhaps so: on another NUMA node, socket unknown).
+// GPUs on other NUMA nodes of the NIC's own socket are no funnel. One GPU is no funnel: the NUMA rule covers it; nor are
 // GPUs with two equally near HCAs, which they can share between them.
 func (s *scanned) funnel() *funnelInfo {
 	var f funnelInfo
@@ -314,11 +344,14 @@ func (s *scanned) funnel() *funnelInfo {
 		}
 		f.hca = b.hca.name
 		f.n++
-		if b.rel == relCross {
+		switch b.rel {
+		case relCross:
 			f.cross++
+		case relOtherNode:
+			f.unsure++
 		}
 	}
-	if f.n < 2 || f.cross == 0 {
+	if f.n < 2 || f.cross+f.unsure == 0 {
 		return nil
 	}
 	return &f
@@ -355,20 +388,25 @@ func (s *scanned) rulesVerdict(g *gpuInfo, r rules, f *funnelInfo) (check.Status
 	st := check.OK
 	msg := fmt.Sprintf("nearest active HCA %s is %s", b.hca.name, b.where())
 	switch b.rel {
-	case relCross:
-		st = r.numa
-		if f != nil && r.funnelOn {
-			// The funnel result names this fact once for the node; the
-			// GPUs it leaves across sockets are judged no worse.
-			st = min(st, r.funnel)
-			msg += " (funnel, see host)"
-		}
+	case relSocket:
+		st = r.numaSameSocket
 	case relUnknown:
 		msg += ", not judged"
+	case relOtherNode:
+		// It may be another node of the GPU's own socket.
+		st = min(r.numa, check.Warn)
+	case relCross:
+		st = r.numa
+	}
+	if b.farNode() && f != nil && r.funnelOn {
+		// The funnel result names this fact once for the node; the GPUs
+		// it leaves across sockets are judged no worse.
+		st = min(st, f.status(r))
+		msg += " (funnel, see host)"
 	}
 	if b.rel != relSwitch && r.sameSwitch > check.OK {
 		st = max(st, r.sameSwitch)
-		if b.rel != relCross {
+		if b.rel != relCross && b.rel != relSocket && b.rel != relOtherNode {
 			msg += ", not on the GPU's PCIe switch"
 		}
 	}
@@ -397,7 +435,9 @@ func (s *scanned) pinVerdict(g *gpuInfo, hca string) (check.Status, string) {
 	switch {
 	case h.excluded:
 		return check.Error, fmt.Sprintf("pinned HCA %s is excluded by checks.ib.exclude", hca)
-	case h.offPCI:
+	case h.virtual && h.dev.addr != "":
+		return check.Error, fmt.Sprintf("pinned HCA %s is an SR-IOV virtual function", hca)
+	case h.virtual:
 		return check.Error, fmt.Sprintf("pinned HCA %s is not a PCI device", hca)
 	case h.stateErr != nil:
 		return check.Error, fmt.Sprintf("could not check pinned HCA %s: %v", hca, h.stateErr)
@@ -416,6 +456,11 @@ func (s *scanned) pinVerdict(g *gpuInfo, hca string) (check.Status, string) {
 	}
 	// A tie is accepted: two HCAs on one switch are equally near.
 	if pl := g.links[j]; !asNear(pl, *b) {
+		if b.rel == relUnknown || b.rel == relOtherNode {
+			// Where the nearest one really is is not known: it may be
+			// no nearer than the pinned one.
+			return check.Error, fmt.Sprintf("could not check pinned HCA %s: nearest active %s is %s", hca, b.hca.name, b.short())
+		}
 		return check.Fail, fmt.Sprintf("pinned HCA %s is %s; nearest active is %s, %s", hca, pl.short(), b.hca.name, b.short())
 	}
 	return check.OK, ""

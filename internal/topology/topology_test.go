@@ -146,6 +146,7 @@ func TestHealthy(t *testing.T) {
 func TestH100Faults(t *testing.T) {
 	crossWarn := want{check.Warn, "nearest active HCA mlx5_0 is across sockets (gpu numa 1, HCA numa 0)"}
 	crossFail := want{check.Fail, crossWarn.msg}
+	unsure := want{check.Warn, "nearest active HCA mlx5_0 is on another NUMA node, socket unknown (gpu numa 1, HCA numa 0)"}
 	funnel := "mlx5_0 is across sockets (gpu numa 1, HCA numa 0) (funnel, see host)"
 	tests := []struct {
 		name    string
@@ -279,12 +280,108 @@ func TestH100Faults(t *testing.T) {
 		{
 			name:   "only a soft RDMA device: SKIP",
 			mutate: []mutation{removeHCAs(0, 1, 2, 3, 4, 5, 6, 7), softHCA("rxe0")},
-			want:   map[string]want{"host": {check.Skip, "no PCI RDMA devices outside checks.ib.exclude (1 excluded, 1 not on PCI)"}},
+			want:   map[string]want{"host": {check.Skip, "no physical RDMA devices outside checks.ib.exclude (1 excluded, 1 virtual)"}},
+		},
+		{
+			// mlx5_10 would win the tie with mlx5_4 by name.
+			name:   "an SR-IOV VF beside its PF is not a GPU's nearest HCA",
+			mutate: []mutation{vfHCA(4, "mlx5_10", 1)},
+			cfg:    cfg(func(c *config.Topology) { c.NUMA, c.SameSwitch = "fail", "fail" }),
+			want:   gpus(8, nil),
+		},
+		{
+			name:   "a VF forced up on a down PF does not serve its GPU",
+			mutate: []mutation{down(4), vfHCA(4, "mlx5_10", 1)},
+			cfg:    cfg(func(c *config.Topology) { c.SameSwitch = "fail" }),
+			want: gpus(8, map[int]want{4: {check.Fail,
+				"nearest active HCA mlx5_5 is on the same NUMA node (1), not on the GPU's PCIe switch"}}),
+		},
+		{
+			name:   "a VF on the one active PF does not hide the funnel",
+			mutate: []mutation{down(1, 2, 3, 4, 5, 6, 7), vfHCA(0, "mlx5_10", 1)},
+			cfg:    cfg(func(c *config.Topology) { c.Funnel = "fail" }),
+			want: with(gpus(8, merge(
+				each(gpuRange(1, 3), want{check.OK, "nearest active HCA mlx5_0 is on the same NUMA node (0)"}),
+				each(gpuRange(4, 7), want{check.Warn, funnel}))),
+				"host", want{check.Fail, "all 8 GPUs funnel to mlx5_0 (4 across sockets)"}),
+		},
+		{
+			name:   "pinned to a VF is a config error, not a FAIL",
+			mutate: []mutation{vfHCA(0, "mlx5_10", 1)},
+			cfg:    cfg(func(c *config.Topology) { c.Pairs = []string{"0000:18:00.0=mlx5_10"} }),
+			want:   gpus(8, map[int]want{0: {check.Error, "pinned HCA mlx5_10 is an SR-IOV virtual function"}}),
+		},
+		{
+			name:    "only VFs outside the exclude list: SKIP",
+			mutate:  []mutation{vfHCA(0, "mlx5_10", 1), vfHCA(1, "mlx5_11", 1)},
+			exclude: []string{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7", "mlx5_8"},
+			want:    map[string]want{"host": {check.Skip, "no physical RDMA devices outside checks.ib.exclude (9 excluded, 2 virtual)"}},
 		},
 		{
 			name:   "no HCA active",
 			mutate: []mutation{down(0, 1, 2, 3, 4, 5, 6, 7)},
 			want:   gpus(8, each(gpuRange(0, 7), want{check.Warn, "no active HCA (8 HCAs, none with an ACTIVE port)"})),
+		},
+		{
+			name:   "socket of a NUMA node unknown: numa=fail is at most a WARN",
+			mutate: []mutation{down(4, 5, 6, 7), removeFile("sys/devices/system/cpu/cpu56/topology/physical_package_id")},
+			cfg:    numaFail,
+			want:   gpus(8, each(gpuRange(4, 7), unsure)),
+		},
+		{
+			name:   "garbage physical_package_id is an unknown socket, not a FAIL",
+			mutate: []mutation{down(4, 5, 6, 7), cpuPackage(56, "banana")},
+			cfg:    numaFail,
+			want:   gpus(8, each(gpuRange(4, 7), unsure)),
+		},
+		{
+			name:   "physical_package_id -1 is an unknown socket",
+			mutate: []mutation{down(4, 5, 6, 7), cpuPackage(0, "-1")},
+			cfg:    numaFail,
+			want:   gpus(8, each(gpuRange(4, 7), unsure)),
+		},
+		{
+			name:   "a node without CPUs has no socket",
+			mutate: []mutation{down(4, 5, 6, 7), cpuList(1, "")},
+			cfg:    numaFail,
+			want:   gpus(8, each(gpuRange(4, 7), unsure)),
+		},
+		{
+			name:   "garbage cpulist is an unknown socket",
+			mutate: []mutation{down(4, 5, 6, 7), cpuList(1, "56-banana")},
+			cfg:    numaFail,
+			want:   gpus(8, each(gpuRange(4, 7), unsure)),
+		},
+		{
+			// CPUs numbered round-robin across sockets: each node's
+			// cpulist is hundreds of bytes.
+			name: "a long round-robin cpulist still tells the socket",
+			mutate: []mutation{down(4, 5, 6, 7), cpuList(0, stride(0, 2, 224)), cpuList(1, stride(1, 2, 224)),
+				cpuPackage(0, "0"), cpuPackage(1, "1")},
+			cfg:  numaFail,
+			want: gpus(8, each(gpuRange(4, 7), crossFail)),
+		},
+		{
+			name: "a long cpulist tells two nodes of one socket",
+			mutate: []mutation{down(4, 5, 6, 7), cpuList(0, stride(0, 2, 224)), cpuList(1, stride(1, 2, 224)),
+				cpuPackage(0, "0"), cpuPackage(1, "0")},
+			cfg:  numaFail,
+			want: gpus(8, each(gpuRange(4, 7), want{check.OK, "nearest active HCA mlx5_0 is across NUMA nodes of one socket (gpu numa 1, HCA numa 0)"})),
+		},
+		{
+			name:   "a cpulist over 4 KiB is an unknown socket, not a FAIL",
+			mutate: []mutation{down(4, 5, 6, 7), cpuList(1, "1"+strings.Repeat(",1", 2100))},
+			cfg:    numaFail,
+			want:   gpus(8, each(gpuRange(4, 7), unsure)),
+		},
+		{
+			name:   "a funnel reached on nodes of unknown socket is at most a WARN",
+			mutate: []mutation{down(1, 2, 3, 4, 5, 6, 7), removeFile("sys/devices/system/cpu/cpu56/topology/physical_package_id")},
+			cfg:    cfg(func(c *config.Topology) { c.NUMA, c.Funnel = "fail", "fail" }),
+			want: with(gpus(8, merge(
+				each(gpuRange(1, 3), want{check.OK, "same NUMA node"}),
+				each(gpuRange(4, 7), want{check.Warn, unsure.msg + " (funnel, see host)"}))),
+				"host", want{check.Warn, "all 8 GPUs funnel to mlx5_0 (4 on other NUMA nodes, socket unknown)"}),
 		},
 		{
 			name:   "GPU numa_node -1 is not judged",
@@ -448,6 +545,7 @@ func TestH100Faults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			root := sysfsfix.Tree(t, sysfsfix.H100NDR)
+			packages(0, 1)(t, root)
 			for _, m := range tc.mutate {
 				m(t, root)
 			}
@@ -519,22 +617,137 @@ func TestSplit(t *testing.T) {
 	}
 }
 
-// Sub-NUMA clustering: two NUMA nodes of one package are not "across
-// sockets".
-func TestAcrossNUMANodesOfOneSocket(t *testing.T) {
-	root := sysfsfix.Tree(t, sysfsfix.H100NDR)
-	down(4, 5, 6, 7)(t, root)
-	for cpu, pkg := range map[int]string{0: "0", firstCPU(t, root, 1): "0"} {
-		write(t, root, fmt.Sprintf("sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu), pkg)
+// Sub-NUMA clustering (AMD NPS4, Intel SNC): four NUMA nodes per socket,
+// nodes 0-3 on socket 0 and 4-7 on socket 1, GPU i and mlx5_i on node i.
+// An HCA on another node of the GPU's socket is nearer than one across
+// sockets, and numa = "fail" does not drain a node built with one HCA per
+// socket.
+func TestSubNUMA(t *testing.T) {
+	oneSocket := func(hca string) want { return want{check.OK, hca + " is across NUMA nodes of one socket"} }
+	perSocket := removeHCAs(1, 2, 3, 5, 6, 7)
+	tests := []struct {
+		name   string
+		mutate []mutation
+		cfg    config.Topology
+		gpus   func(context.Context) ([]GPU, error)
+		want   map[string]want
+	}{
+		{
+			name:   "one HCA per socket passes numa=fail, each GPU paired on its own socket",
+			mutate: []mutation{perSocket},
+			cfg:    cfg(func(c *config.Topology) { c.NUMA, c.Funnel = "fail", "fail" }),
+			want: gpus(8, merge(
+				each(gpuRange(1, 3), oneSocket("nearest active HCA mlx5_0")),
+				each(gpuRange(5, 7), oneSocket("nearest active HCA mlx5_4")))),
+		},
+		{
+			name:   "the message names both nodes",
+			mutate: []mutation{perSocket},
+			want: gpus(8, merge(
+				each(gpuRange(1, 3), oneSocket("mlx5_0")),
+				each(gpuRange(5, 7), oneSocket("mlx5_4")),
+				map[int]want{6: {check.OK, "nearest active HCA mlx5_4 is across NUMA nodes of one socket (gpu numa 6, HCA numa 4)"}})),
+		},
+		{
+			name:   "numa_same_socket=warn",
+			mutate: []mutation{perSocket},
+			cfg:    cfg(func(c *config.Topology) { c.NUMASameSocket = "warn" }),
+			want: gpus(8, merge(
+				each(gpuRange(1, 3), want{check.Warn, "mlx5_0 is across NUMA nodes of one socket"}),
+				each(gpuRange(5, 7), want{check.Warn, "mlx5_4 is across NUMA nodes of one socket"}))),
+		},
+		{
+			name:   "numa_same_socket=fail",
+			mutate: []mutation{perSocket},
+			cfg:    cfg(func(c *config.Topology) { c.NUMASameSocket = "fail" }),
+			want: gpus(8, merge(
+				each(gpuRange(1, 3), want{check.Fail, "mlx5_0 is across NUMA nodes of one socket"}),
+				each(gpuRange(5, 7), want{check.Fail, "mlx5_4 is across NUMA nodes of one socket"}))),
+		},
+		{
+			name:   "socket 1's HCA down: its GPUs reach across sockets",
+			mutate: []mutation{perSocket, down(4)},
+			cfg:    cfg(func(c *config.Topology) { c.NUMA, c.Funnel = "fail", "off" }),
+			want: gpus(8, merge(
+				each(gpuRange(1, 3), oneSocket("mlx5_0")),
+				each(gpuRange(4, 7), want{check.Fail, "nearest active HCA mlx5_0 is across sockets (gpu numa"}))),
+		},
+		{
+			name:   "one NIC for the GPUs of its own socket is no funnel",
+			mutate: []mutation{perSocket, removeHCAs(4)},
+			cfg:    cfg(func(c *config.Topology) { c.NUMA, c.Funnel = "fail", "fail" }),
+			gpus:   fixed(h100GPUs[:4]...),
+			want:   gpus(4, each(gpuRange(1, 3), oneSocket("mlx5_0"))),
+		},
+		{
+			name:   "a node whose socket is unknown is at most a WARN",
+			mutate: []mutation{perSocket, removeFile("sys/devices/system/cpu/cpu50/topology/physical_package_id")},
+			cfg:    numaFail,
+			want: gpus(8, merge(
+				each(gpuRange(1, 3), oneSocket("mlx5_0")),
+				each(gpuRange(6, 7), oneSocket("mlx5_4")),
+				map[int]want{5: {check.Warn, "on another NUMA node, socket unknown (gpu numa 5, HCA numa"}})),
+		},
+		{
+			// gpu1 (node 1) is nearest mlx5_0, moved to node 2 whose
+			// socket is unknown: it may be no nearer than the pin.
+			name: "a pin farther than an HCA of unknown socket is not checked",
+			mutate: []mutation{perSocket, hcaNUMA("2", 0),
+				removeFile("sys/devices/system/cpu/cpu20/topology/physical_package_id")},
+			cfg: cfg(func(c *config.Topology) { c.Pairs = []string{"0000:2a:00.0=mlx5_4"} }),
+			want: gpus(8, merge(
+				each(gpuRange(5, 7), oneSocket("mlx5_4")),
+				map[int]want{
+					1: {check.Error, "could not check pinned HCA mlx5_4: nearest active mlx5_0 is another NUMA node, socket unknown"},
+					2: {check.OK, "nearest active HCA mlx5_0 is on the same NUMA node (2)"},
+					3: {check.Warn, "nearest active HCA mlx5_0 is on another NUMA node, socket unknown (gpu numa 3, HCA numa 2)"},
+				})),
+		},
+		{
+			name:   "a pin on another node of the socket when the GPU's own HCA is up FAILs",
+			mutate: []mutation{},
+			cfg:    cfg(func(c *config.Topology) { c.Pairs = []string{"0000:2a:00.0=mlx5_0"} }),
+			want: gpus(8, map[int]want{1: {check.Fail,
+				"pinned HCA mlx5_0 is across NUMA nodes of one socket; nearest active is mlx5_1, same PCIe switch"}}),
+		},
 	}
-	rs := run(t, New(root, defaults(), mgmt, nil))
-	expect(t, rs, gpus(8, each(gpuRange(4, 7), want{check.Warn,
-		"nearest active HCA mlx5_0 is across NUMA nodes of one socket (gpu numa 1, HCA numa 0)"})))
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := sysfsfix.Tree(t, sysfsfix.H100NDR)
+			nps4(t, root)
+			for _, m := range tc.mutate {
+				m(t, root)
+			}
+			c := tc.cfg
+			if c.NUMA == "" {
+				c = defaults()
+			}
+			g := tc.gpus
+			if g == nil {
+				g = FromBus(root)
+			}
+			expect(t, run(t, New(root, c, mgmt, g)), tc.want)
+		})
+	}
+}
+
+// nps4 makes the h100-ndr tree an NPS4 node: NUMA nodes 0-3 on socket 0,
+// 4-7 on socket 1, node n's CPUs 10n-10n+9, GPU i and mlx5_i on node i.
+func nps4(t *testing.T, root string) {
+	t.Helper()
+	for n := range 8 {
+		cpuList(n, fmt.Sprintf("%d-%d", 10*n, 10*n+9))(t, root)
+		cpuPackage(10*n, strconv.Itoa(n/4))(t, root)
+		gpuNUMA(strconv.Itoa(n), n)(t, root)
+		hcaNUMA(strconv.Itoa(n), n)(t, root)
+	}
 }
 
 // FromNode names GPUs as NVML does and carries their IDs.
 func TestFromNode(t *testing.T) {
 	root := sysfsfix.Tree(t, sysfsfix.H100NDR)
+	packages(0, 1)(t, root)
 	down(4, 5, 6, 7)(t, root)
 	m, err := sim.Build("dgxh100", nil)
 	if err != nil {
@@ -638,6 +851,38 @@ func expect(t *testing.T, rs []check.Result, w map[string]want) {
 	}
 }
 
+// packages sets each NUMA node's CPU package (pkg[n] for node n) on its
+// first CPU, as the kernel shows it; the fixture trees have no
+// cpu*/topology, so without this every socket is unknown.
+func packages(pkg ...int) mutation {
+	return func(t *testing.T, root string) {
+		for n, p := range pkg {
+			cpuPackage(firstCPU(t, root, n), strconv.Itoa(p))(t, root)
+		}
+	}
+}
+
+func cpuPackage(cpu int, v string) mutation {
+	return func(t *testing.T, root string) {
+		write(t, root, fmt.Sprintf("sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu), v)
+	}
+}
+
+func cpuList(node int, list string) mutation {
+	return func(t *testing.T, root string) {
+		write(t, root, fmt.Sprintf("sys/devices/system/node/node%d/cpulist", node), list)
+	}
+}
+
+// stride is a cpulist of n CPUs from first, step apart: "0,2,4,...".
+func stride(first, step, n int) string {
+	l := make([]string, n)
+	for i := range l {
+		l[i] = strconv.Itoa(first + i*step)
+	}
+	return strings.Join(l, ",")
+}
+
 // firstCPU is the first CPU of a NUMA node in the tree.
 func firstCPU(t *testing.T, root string, node int) int {
 	t.Helper()
@@ -663,6 +908,42 @@ func write(t *testing.T, root, rel, value string) {
 	}
 	if err := os.WriteFile(p, []byte(value+"\n"), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// vfHCA adds SR-IOV virtual function fn of mlx5_<pf> as RDMA device
+// name, its port ACTIVE, laid out as mlx5_core does on the host: a PCI
+// function beside the PF's with a physfn link to it, on the PCI bus, with
+// infiniband/<name> below it and the class link.
+func vfHCA(pf int, name string, fn int) mutation {
+	return func(t *testing.T, root string) {
+		class := filepath.Join(root, "sys/class/infiniband")
+		target, err := os.Readlink(filepath.Join(class, fmt.Sprintf("mlx5_%d", pf)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pfRel := filepath.Dir(filepath.Dir(target)) // ../../devices/.../<pf addr>
+		pfAddr := filepath.Base(pfRel)
+		vfAddr := pfAddr[:len(pfAddr)-1] + strconv.Itoa(fn)
+		vfRel := filepath.Join(filepath.Dir(pfRel), vfAddr)
+		vf := filepath.Join(class, vfRel)
+		ib := filepath.Join(vfRel, "infiniband", name)
+		for attr, v := range map[string]string{"vendor": "0x15b3", "device": "0x101e", "class": "0x020700", "numa_node": "-1",
+			"infiniband/" + name + "/fw_ver": "28.39.1002", "infiniband/" + name + "/ports/1/state": "4: ACTIVE",
+			"infiniband/" + name + "/ports/1/phys_state": "5: LinkUp", "infiniband/" + name + "/ports/1/rate": "400 Gb/sec (4X NDR)",
+			"infiniband/" + name + "/ports/1/link_layer": "InfiniBand"} {
+			write(t, vf, attr, v)
+		}
+		for link, to := range map[string]string{
+			filepath.Join(vf, "physfn"):                        "../" + pfAddr,
+			filepath.Join(class, ib, "device"):                 "../../../" + vfAddr,
+			filepath.Join(class, name):                         ib,
+			filepath.Join(root, "sys/bus/pci/devices", vfAddr): filepath.Join("..", vfRel),
+		} {
+			if err := os.Symlink(to, link); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
 

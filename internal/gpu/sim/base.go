@@ -12,6 +12,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+
+	"github.com/gpuhc/gpuhc/internal/pciaddr"
 )
 
 // Model is what a simulated server is, beyond NVIDIA's mock: the facts the
@@ -169,9 +171,9 @@ func serverDefaults(m *Machine) {
 	// NVIDIA's mock matches the bus id string exactly; NVML accepts any case
 	// and a 4- or 8-digit domain.
 	s.DeviceGetHandleByPciBusIdFunc = func(busID string) (nvml.Device, nvml.Return) {
-		want := normalizeBusID(busID)
+		want := pciaddr.Normalize(busID)
 		for _, dev := range s.Devices {
-			if normalizeBusID(dev.(*server.Device).PciBusID) == want {
+			if pciaddr.Normalize(dev.(*server.Device).PciBusID) == want {
 				return dev, nvml.SUCCESS
 			}
 		}
@@ -191,19 +193,6 @@ func copyCString(dst []int8, s string) {
 	for j := 0; j < len(s) && j < len(dst)-1; j++ {
 		dst[j] = int8(s[j])
 	}
-}
-
-// normalizeBusID writes "00000000:18:00.0", "0000:18:00.0" and "18:00.0"
-// alike (the gpu package's NormalizePCI; sim must not import gpu).
-func normalizeBusID(id string) string {
-	a := strings.ToLower(strings.TrimSpace(id))
-	if dom, rest, ok := strings.Cut(a, ":"); ok && len(dom) == 8 && strings.Count(a, ":") == 2 {
-		a = dom[4:] + ":" + rest
-	}
-	if strings.Count(a, ":") == 1 {
-		a = "0000:" + a
-	}
-	return a
 }
 
 // identityFuncs still answer on a GPU that requires a reset (or was lost
