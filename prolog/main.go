@@ -1,12 +1,22 @@
-// Command gpuhc-prolog: slurmd's Prolog: fast GPU checks before a job starts.
+// Command gpuhc-prolog is slurmd's Prolog: fast GPU checks before a job
+// starts.
 package main
 
 import (
 	"os"
+	"time"
 
-	"github.com/gpuhc/gpuhc/internal/stub"
+	"github.com/gpuhc/gpuhc/internal/prolog"
 )
 
 func main() {
-	os.Exit(stub.Main("gpuhc-prolog", "slurmd's Prolog: fast GPU checks before a job starts.", os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(prolog.Program{
+		Args:     os.Args[1:],
+		Getenv:   os.Getenv,
+		Hostname: os.Hostname,
+		Stdout:   os.Stdout,
+		Stderr:   os.Stderr,
+		Exit:     os.Exit,
+		Now:      time.Now,
+	}.Main())
 }

@@ -25,6 +25,21 @@ const (
 	// KindHeartbeat records operating hours observed, so nodes that never
 	// fail still count towards MTTF.
 	KindHeartbeat = "heartbeat"
+	// KindProlog and KindEpilog are one per gpuhc-prolog or gpuhc-epilog
+	// run: job id, user, mode, worst status, what the policy did and how
+	// long it took. `grep '"kind":"prolog"' | grep '"mode":"full"'` lists
+	// the full prologs.
+	KindProlog = "prolog"
+	KindEpilog = "epilog"
+	// KindJobXID is an XID the driver logged while a job ran, named by the
+	// epilog from the kernel log position its prolog recorded.
+	KindJobXID = "job-xid"
+	// KindJobMemory is a GPU memory error counter (ECC, remapped rows)
+	// that grew while a job ran.
+	KindJobMemory = "job-memory"
+	// KindJobLeftover is a GPU process, or GPU memory, a job left behind,
+	// with what the epilog did about it.
+	KindJobLeftover = "job-leftover"
 )
 
 // Event is one line of the log. Field names are the log's schema: readers
@@ -41,15 +56,24 @@ type Event struct {
 	Message   string    `json:"message,omitempty"`
 	Action    string    `json:"action,omitempty"`
 	Backend   string    `json:"backend,omitempty"`
-	// By is who acted: "healthcheck", or "gpuhc-drain:<user>" for an admin.
+	// By is who acted: "healthcheck", "prolog", "epilog", or
+	// "gpuhc-drain:<user>" for an admin.
 	By string `json:"by,omitempty"`
 	// Hours is the operating time a heartbeat covers.
 	Hours float64 `json:"hours,omitempty"`
 	// Serials are the GPU serials present during a heartbeat, so a GPU
 	// keeps its exposure when moved between nodes.
 	Serials []string `json:"serials,omitempty"`
-	JobID   string   `json:"job_id"`
-	BootID  string   `json:"boot_id"`
+	// Mode is a prolog's mode ("quick" or "full").
+	Mode string `json:"mode,omitempty"`
+	// User is the job's user, in prolog and epilog events.
+	User string `json:"user,omitempty"`
+	// XID is the XID number of a job-xid event.
+	XID int `json:"xid,omitempty"`
+	// Seconds is how long a prolog or epilog run took.
+	Seconds float64 `json:"seconds,omitempty"`
+	JobID   string  `json:"job_id"`
+	BootID  string  `json:"boot_id"`
 }
 
 // Log appends events to one file; an empty Path turns logging off.

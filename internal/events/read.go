@@ -794,6 +794,10 @@ func (p *lineParser) fast(b []byte, ev *Event) bool {
 				ev.By = p.field(fBy, s)
 			case "job_id":
 				ev.JobID = p.field(fJobID, s)
+			case "mode":
+				ev.Mode = p.intern(s)
+			case "user":
+				ev.User = p.intern(s)
 			case "boot_id":
 				ev.BootID = p.field(fBootID, s)
 			default:

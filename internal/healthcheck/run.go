@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -22,6 +19,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/lock"
 	"github.com/gpuhc/gpuhc/internal/logging"
 	"github.com/gpuhc/gpuhc/internal/policy"
+	"github.com/gpuhc/gpuhc/internal/runenv"
 	"github.com/gpuhc/gpuhc/internal/slurm"
 )
 
@@ -61,47 +59,22 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Deadline.Duration)
 	tasks := catalog.Tasks(cfg, env)
-	warmGPUs(ctx, env, tasks, cfg.Deadline.Duration)
+	// NVML gets most of the deadline to start, leaving at least 15 s (or
+	// half the deadline) for the checks themselves.
+	runenv.WarmGPUs(ctx, env, tasks, max(cfg.Deadline.Duration-15*time.Second, cfg.Deadline.Duration/2))
 	timed := check.Run(ctx, tasks)
 	cancel()
 	if o.simulate != "" {
-		markSimulated(timed)
+		runenv.MarkSimulated(timed)
 	}
 	results := check.Flatten(timed)
 	if o.simulate != "" {
 		fmt.Fprintf(p.Stdout, "SIMULATED %s: GPU results come from NVIDIA's simulated server, not this node's GPUs\n", o.simulate)
 	}
-	printTable(p.Stdout, node, results, time.Since(start))
-	logResults(entry, results)
+	runenv.PrintTable(p.Stdout, node, results, time.Since(start))
+	runenv.LogResults(entry, results)
 
 	return p.finish(entry, node, cfg, timed, results, start)
-}
-
-// warmGPUs starts NVML before the checks' clocks start, with most of the
-// deadline as its budget, and leaves at least 15 s (or half the deadline)
-// for the checks themselves.
-func warmGPUs(ctx context.Context, env catalog.Env, tasks []check.Task, deadline time.Duration) {
-	if env.GPU == nil || !slices.ContainsFunc(tasks, func(t check.Task) bool { return strings.HasPrefix(t.Check.Name(), "gpu.") }) {
-		return
-	}
-	budget := max(deadline-15*time.Second, deadline/2)
-	wctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
-	env.GPU.Warm(wctx)
-}
-
-// markSimulated tags the GPU results of a --simulate run, so that the
-// table, the events and any drain reason they cause say it was a fire
-// drill. Host checks ran for real, and their results stay as they are.
-func markSimulated(timed []check.Timed) {
-	for i := range timed {
-		if !strings.HasPrefix(timed[i].Name, "gpu.") {
-			continue
-		}
-		for j := range timed[i].Results {
-			timed[i].Results[j].Message += " [simulated]"
-		}
-	}
 }
 
 // stuckAfter is when a lock holder is no longer slow but stuck: every run
@@ -123,8 +96,8 @@ func (p Program) lockHeld(log *logrus.Entry, node string, cfg config.Config, hel
 		Check: "healthcheck", Component: "host", Status: check.Fail, Action: check.ActionReboot,
 		Message: fmt.Sprintf("previous run (pid %d) stuck for %s in a kernel call (hung filesystem or driver?)", pid, age),
 	}}
-	printTable(p.Stdout, node, results, time.Since(start))
-	logResults(log, results)
+	runenv.PrintTable(p.Stdout, node, results, time.Since(start))
+	runenv.LogResults(log, results)
 	return p.finish(log, node, cfg, nil, results, start)
 }
 
@@ -179,8 +152,8 @@ func (p Program) applyPolicy(ctx context.Context, log *logrus.Entry, node string
 		BootID: events.BootID(cfg.Root), StormFile: policy.StormFile(cfg.StateDir), Now: p.now,
 	}
 	run, applyErr := eng.Apply(ctx, results, prev)
-	p.printOutcome(run.Outcome, ctl, ctl.Calls(), cfg.Policy.DryRun)
-	logOutcome(log, run.Outcome, ctl)
+	runenv.PrintOutcome(p.Stdout, run.Outcome, ctl.Backend(), ctl.Calls(), cfg.Policy.DryRun)
+	runenv.LogOutcome(log, run.Outcome, ctl.Backend())
 	if cfg.Policy.DryRun {
 		return run.State, applyErr
 	}
@@ -207,58 +180,4 @@ func exitCode(results []check.Result) int {
 		return ExitInternal
 	}
 	return ExitHealthy
-}
-
-func printTable(w io.Writer, node string, results []check.Result, took time.Duration) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHECK\tCOMPONENT\tSTATUS\tMESSAGE")
-	count := map[check.Status]int{}
-	for _, r := range results {
-		count[r.Status]++
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Check, r.Component, r.Status, r.Message)
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "%s: %s: %d results (%d FAIL, %d ERROR, %d WARN, %d OK, %d SKIP) in %s\n",
-		node, check.Worst(results), len(results), count[check.Fail], count[check.Error],
-		count[check.Warn], count[check.OK], count[check.Skip], took.Round(time.Millisecond))
-}
-
-func (p Program) printOutcome(out policy.Outcome, ctl slurm.Controller, calls int, dry bool) {
-	mode := ""
-	if dry {
-		mode = " (dry run)"
-	}
-	line := fmt.Sprintf("policy%s: %s", mode, out.Kind)
-	if out.Detail != "" {
-		line += ": " + out.Detail
-	}
-	via := ""
-	if calls > 0 && out.Kind != policy.Failed {
-		via = " via " + ctl.Backend()
-	}
-	fmt.Fprintf(p.Stdout, "%s [%d Slurm calls%s]\n", line, calls, via)
-}
-
-func logResults(log *logrus.Entry, results []check.Result) {
-	for _, r := range results {
-		if r.Status != check.Fail && r.Status != check.Error {
-			continue
-		}
-		log.WithFields(logrus.Fields{"check": r.Check, "component": r.Component, "status": r.Status.String(),
-			"action": string(r.Action)}).Warn(r.Message)
-	}
-}
-
-func logOutcome(log *logrus.Entry, out policy.Outcome, ctl slurm.Controller) {
-	switch out.Kind {
-	case policy.Drained, policy.Resumed:
-		log.WithField("backend", ctl.Backend()).Warnf("%s: %s", out.Kind, out.Detail)
-	case policy.DrainSuppressed:
-		// The storm guard held back a drain: many nodes failing at once
-		// point at a shared cause (a config push, a hung NFS server) that
-		// an admin must look at.
-		log.WithField("backend", ctl.Backend()).Errorf("%s: %s", out.Kind, out.Detail)
-	case policy.ForeignDrain, policy.Held, policy.Released:
-		log.Infof("%s: %s", out.Kind, out.Detail)
-	}
 }

@@ -3,6 +3,8 @@ package policy
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,7 +57,32 @@ type Engine struct {
 	// listing; nil means a real timer and math/rand.
 	Sleep  func(ctx context.Context, d time.Duration) error
 	Jitter func() float64
+	// Job, when set, makes this a job run (gpuhc-prolog, gpuhc-epilog)
+	// rather than the health check's.
+	Job *Job
 }
+
+// Job describes a job run. It drains on a FAIL exactly as the health
+// check does (ownership rules and storm guard included), but:
+//   - it never resumes, and its healthy runs do not count towards the
+//     health check's resume (a prolog sees a node between two jobs, not
+//     over time);
+//   - it runs a few checks only, so the statuses it remembers are merged
+//     into the health check's rather than replacing them: the checks it
+//     did not run keep their last status, and their transitions are
+//     neither lost nor logged twice;
+//   - its events carry the job id and who acted.
+type Job struct {
+	ID string
+	// By is the program: "prolog" or "epilog".
+	By string
+	// AfterJob makes results whose action is drain-after-job drain-worthy
+	// from WARN up: the epilog runs when the job they waited for is over.
+	AfterJob bool
+}
+
+// By is the name events and drain records give the health check.
+const By = "healthcheck"
 
 // Run is the result of one Apply: the new state to save and events to log.
 type Run struct {
@@ -72,8 +99,11 @@ func (e Engine) Apply(ctx context.Context, results []check.Result, prev State) (
 	st := prev.Clone()
 	run := Run{Events: e.transitions(results, prev.Last, now)}
 	st.Last = lastStatuses(results)
+	if e.Job != nil {
+		st.Last = merged(prev.Last, st.Last)
+	}
 
-	failures := e.drainWorthy(results)
+	failures := e.DrainWorthy(results)
 	var (
 		out Outcome
 		err error
@@ -86,8 +116,13 @@ func (e Engine) Apply(ctx context.Context, results []check.Result, prev State) (
 		// Could not check everything: neither healthy nor failing, so the
 		// resume count neither grows nor resets.
 		out = Outcome{Kind: Nothing, Detail: "some checks could not run; not counted towards resume"}
+	case e.Job != nil:
+		out = Outcome{Kind: Nothing}
+		if st.Drained != nil {
+			out.Detail = "node drained by gpuhc; resuming it is the health check's"
+		}
 	default:
-		out, err = e.healthy(ctx, &st, &run, now)
+		out, err = e.healthy(ctx, &st, &run, results, now)
 	}
 	run.Outcome = out
 	if err != nil {
@@ -107,13 +142,40 @@ func (e Engine) now() time.Time {
 	return time.Now()
 }
 
-func (e Engine) drainWorthy(results []check.Result) []check.Result {
+// DrainWorthy returns the results Apply drains for: FAILs, ERRORs with
+// drain_on_error, and in an after-job run (Job.AfterJob) WARNs and FAILs
+// whose action is drain-after-job.
+func (e Engine) DrainWorthy(results []check.Result) []check.Result {
 	var out []check.Result
 	for _, r := range results {
-		if r.Status == check.Fail || (e.Policy.DrainOnError && r.Status == check.Error) {
+		afterJob := e.Job != nil && e.Job.AfterJob && r.Action == check.ActionDrainAfterJob && (r.Status == check.Warn || r.Status == check.Fail)
+		if r.Status == check.Fail || (e.Policy.DrainOnError && r.Status == check.Error) || afterJob {
 			out = append(out, r)
 		}
 	}
+	return out
+}
+
+// by names who acts in events and drain records.
+func (e Engine) by() string {
+	if e.Job != nil {
+		return e.Job.By
+	}
+	return By
+}
+
+func (e Engine) jobID() string {
+	if e.Job != nil {
+		return e.Job.ID
+	}
+	return ""
+}
+
+// merged is last with this run's statuses laid over it.
+func merged(last, run map[string]check.Status) map[string]check.Status {
+	out := make(map[string]check.Status, len(last)+len(run))
+	maps.Copy(out, last)
+	maps.Copy(out, run)
 	return out
 }
 
@@ -133,7 +195,7 @@ func (e Engine) drain(ctx context.Context, reason string, st *State, run *Run, n
 		case st.Drained == nil && n.Reason == reason:
 			// The very drain this run would make, with no record of it: a
 			// lost state file. Adopt it so it is resumed once healthy.
-			st.Drained = &Drain{Reason: n.Reason, At: now}
+			st.Drained = &Drain{Reason: n.Reason, At: now, By: e.by()}
 		default:
 			// A gpuhc reason we did not set (gpuhc-drain by an admin, or a
 			// re-reasoned drain): someone else's to resume.
@@ -168,7 +230,7 @@ func (e Engine) drain(ctx context.Context, reason string, st *State, run *Run, n
 	if err := e.Ctl.Drain(ctx, e.Node, reason); err != nil {
 		return Outcome{}, fmt.Errorf("drain %s: %w", e.Node, err)
 	}
-	st.Drained = &Drain{Reason: reason, At: now}
+	st.Drained = &Drain{Reason: reason, At: now, By: e.by()}
 	st.Foreign, st.Suppressed = "", ""
 	run.Events = append(run.Events, e.event(now, events.KindDrain, reason, e.Ctl.Backend()))
 	if e.stormOn() {
@@ -214,7 +276,7 @@ func (e Engine) drainGone(st *State, run *Run, n slurm.Node, now time.Time) {
 	st.Drained, st.HealthyRuns = nil, 0
 }
 
-func (e Engine) healthy(ctx context.Context, st *State, run *Run, now time.Time) (Outcome, error) {
+func (e Engine) healthy(ctx context.Context, st *State, run *Run, results []check.Result, now time.Time) (Outcome, error) {
 	st.Foreign, st.Suppressed = "", ""
 	if st.Drained == nil {
 		// The steady state of a healthy fleet: no Slurm call at all.
@@ -227,7 +289,11 @@ func (e Engine) healthy(ctx context.Context, st *State, run *Run, now time.Time)
 	if st.HealthyRuns < e.Policy.ResumeAfter {
 		return Outcome{WaitingResume, fmt.Sprintf("healthy run %d of %d before resume", st.HealthyRuns, e.Policy.ResumeAfter)}, nil
 	}
+	unjudged := unjudged(st.Drained, results)
 	if e.DryRun {
+		if unjudged != "" {
+			return Outcome{Held, unjudged}, nil
+		}
 		return Outcome{WouldResume, st.Drained.Reason}, nil
 	}
 	n, err := e.Ctl.Node(ctx, e.Node)
@@ -246,12 +312,30 @@ func (e Engine) healthy(ctx context.Context, st *State, run *Run, now time.Time)
 		}
 		return Outcome{Held, why}, nil
 	}
+	if unjudged != "" {
+		return Outcome{Held, unjudged}, nil
+	}
 	if err := e.Ctl.Resume(ctx, e.Node); err != nil && !e.resumedAnyway(ctx) {
 		return Outcome{}, fmt.Errorf("resume %s: %w", e.Node, err)
 	}
 	run.Events = append(run.Events, e.event(now, events.KindResume, n.Reason, e.Ctl.Backend()))
 	st.Drained, st.HealthyRuns = nil, 0
 	return Outcome{Resumed, fmt.Sprintf("was %q", n.Reason)}, nil
+}
+
+// unjudged says why a healthy run cannot resume d: a drain a job run made
+// for a check this run did not run (the epilog's leftover GPU processes,
+// the full prolog's bandwidth). Healthy runs of other checks say nothing
+// about that fault, so an admin resumes it ("" when the run may resume).
+func unjudged(d *Drain, results []check.Result) string {
+	if d == nil || d.By == "" || d.By == By {
+		return ""
+	}
+	chk, _, _, ok := ParseReason(d.Reason)
+	if !ok || slices.ContainsFunc(results, func(r check.Result) bool { return r.Check == chk }) {
+		return ""
+	}
+	return fmt.Sprintf("drained by gpuhc-%s for %s, which this run does not check; resume by hand (gpuhc-drain resume)", d.By, chk)
 }
 
 // resumedAnyway re-reads the node after a failed resume: a RESUME that
@@ -285,7 +369,7 @@ func resumable(n slurm.Node, ours string) (bool, string) {
 }
 
 func (e Engine) event(now time.Time, kind, msg, backend string) events.Event {
-	return events.Event{Time: now, Kind: kind, Node: e.Node, Message: msg, Backend: backend, BootID: e.BootID, By: "healthcheck"}
+	return events.Event{Time: now, Kind: kind, Node: e.Node, Message: msg, Backend: backend, BootID: e.BootID, By: e.by(), JobID: e.jobID()}
 }
 
 func key(r check.Result) string { return r.Check + "/" + r.Component }
@@ -315,7 +399,10 @@ func (e Engine) transitions(results []check.Result, last map[string]check.Status
 			Time: now, Kind: events.KindTransition, Node: e.Node,
 			Check: r.Check, Component: r.Component, Serial: r.IDs.Serial,
 			Status: r.Status.String(), Message: r.Message, Action: string(r.Action),
-			BootID: e.BootID,
+			BootID: e.BootID, JobID: e.jobID(),
+		}
+		if e.Job != nil {
+			ev.By = e.Job.By
 		}
 		if seen {
 			ev.Previous = old.String()

@@ -37,6 +37,10 @@ type State struct {
 type Drain struct {
 	Reason string    `json:"reason"`
 	At     time.Time `json:"at"`
+	// By is the program that drained: "healthcheck", "prolog" or "epilog"
+	// (empty in records written before job runs existed: the health
+	// check's).
+	By string `json:"by,omitempty"`
 }
 
 // Equal reports whether two states would be written identically.

@@ -1,0 +1,66 @@
+package runenv
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/policy"
+)
+
+func TestMarkSimulated(t *testing.T) {
+	timed := []check.Timed{
+		{Name: "gpu.xid", Results: []check.Result{{Message: "XID 79"}}},
+		{Name: "host.mounts", Results: []check.Result{{Message: "mounted"}}},
+	}
+	MarkSimulated(timed)
+	if timed[0].Results[0].Message != "XID 79 [simulated]" || timed[1].Results[0].Message != "mounted" {
+		t.Errorf("%+v", timed)
+	}
+}
+
+func TestPrintOutcome(t *testing.T) {
+	tests := []struct {
+		out   policy.Outcome
+		calls int
+		dry   bool
+		want  string
+	}{
+		{policy.Outcome{Kind: policy.Nothing}, 0, false, "policy: none [0 Slurm calls]\n"},
+		{policy.Outcome{Kind: policy.Drained, Detail: "gpuhc: x: y: z"}, 3, false, "policy: drained: gpuhc: x: y: z [3 Slurm calls via scontrol]\n"},
+		{policy.Outcome{Kind: policy.Failed, Detail: "unreachable"}, 1, false, "policy: error: unreachable [1 Slurm calls]\n"},
+		{policy.Outcome{Kind: policy.WouldDrain, Detail: "gpuhc: x: y: z"}, 0, true, "policy (dry run): would-drain: gpuhc: x: y: z [0 Slurm calls]\n"},
+	}
+	for _, tt := range tests {
+		var b bytes.Buffer
+		PrintOutcome(&b, tt.out, "scontrol", tt.calls, tt.dry)
+		if b.String() != tt.want {
+			t.Errorf("got %q, want %q", b.String(), tt.want)
+		}
+	}
+}
+
+func TestPrintTable(t *testing.T) {
+	var b bytes.Buffer
+	PrintTable(&b, "gpu001", []check.Result{{Check: "gpu.xid", Component: "gpu3", Status: check.Fail, Message: "XID 79"},
+		{Check: "gpu.count", Component: "host", Status: check.OK, Message: "8 GPUs"}}, 1500*time.Microsecond)
+	if !strings.Contains(b.String(), "gpu001: FAIL: 2 results (1 FAIL, 0 ERROR, 0 WARN, 1 OK, 0 SKIP) in 2ms") {
+		t.Errorf("%s", b.String())
+	}
+}
+
+// A simulation keeps its state apart from the real GPUs'.
+func TestChecksSimulatedStateDir(t *testing.T) {
+	cfg := config.Default()
+	cfg.StateDir = t.TempDir()
+	env, err := Checks(cfg, "dgxh100", []string{"gpu3:xid=79"}, true)
+	if err != nil || env.State.Path != SimulatedStateDir(cfg.StateDir) || !env.State.ReadOnly || env.GPU.Simulated != "dgxh100" {
+		t.Errorf("%+v %v", env, err)
+	}
+	if _, err := Checks(cfg, "dgxh100", []string{"gpu3:nope"}, false); err == nil {
+		t.Error("a bad fault was accepted")
+	}
+}
