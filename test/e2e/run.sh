@@ -24,6 +24,21 @@
 #     (--simulate dgxh100 --inject gpu3:xid=79), gpu001's a healthy DGX H100.
 #     gpu003 is drained through REST (scontrol is /nonexistent/scontrol) with
 #     the XID reason, marked [simulated]; gpu001 stays idle.
+#  5. Slurm 24.11 again, an InfiniBand fault: gpu001 and gpu003 each see a
+#     DGX H100's sysfs (internal/sysfsfix's h100-ndr tree, 8 NDR HCAs and a
+#     management port) bind-mounted over /sys in a private
+#     mount namespace, so discovery goes through rdmamap's fixed
+#     /sys/class/infiniband paths as on a real node; gpu003's mlx5_3 port 1
+#     trains at 200 Gb/sec. --print-inventory on gpu001 gives the expected
+#     values; gpu003 is drained through REST with the ib.port reason, gpu001
+#     (same tree, healthy) and gpu002/gpu004 (no HCAs) stay idle.
+#  spank. The SPANK plugin on both test beds (test/e2e/spank.sh):
+#     --gpu-health=quick|full reaches gpuhc-prolog (its event log has the
+#     job's mode), a bogus value is refused at submit time.
+#  jobs. gpuhc-prolog and gpuhc-epilog as Prolog/Epilog with real jobs
+#     (test/e2e/jobs.sh): healthy jobs and the prolog's cost, a prolog
+#     fault that drains and requeues, an epilog fault, leftover processes,
+#     an XID attributed to the job that was running.
 #
 # Prints PASS:/FAIL: lines and ends with "e2e: N passed, M failed"; exits 1
 # if anything failed. Everything started is stopped by PID on exit.
@@ -41,11 +56,19 @@ PROLOG=${GPUHC_PROLOG:-}
 EPILOG=${GPUHC_EPILOG:-}
 ONLY=${GPUHC_E2E_ONLY:-}
 case $ONLY in
-''|22|24|3|4) ;;
-*) echo "e2e: GPUHC_E2E_ONLY=$ONLY: want 22, 24 (scenarios 2, 3 and 4), 3 or 4" >&2; exit 2 ;;
+''|22|24|3|4|5|spank|jobs) ;;
+*) echo "e2e: GPUHC_E2E_ONLY=$ONLY: want 22, 24 (scenarios 2 to 5), 3, 4, 5, spank or jobs" >&2; exit 2 ;;
 esac
 # shellcheck source=testbed.sh
 source "$HERE/testbed.sh"
+# The job-boundary scenarios run gpuhc-prolog and gpuhc-epilog from the
+# same directory as the health check.
+GPUHC_BIN_DIR=${GPUHC_BIN_DIR:-$(dirname "$BIN")}
+GPUHC_PROLOG_BIN=${GPUHC_PROLOG_BIN:-$GPUHC_BIN_DIR/gpuhc-prolog}
+# shellcheck source=spank.sh
+source "$HERE/spank.sh"
+# shellcheck source=jobs.sh
+source "$HERE/jobs.sh"
 
 WAIT=${GPUHC_E2E_WAIT:-30}      # seconds allowed for a drain or a resume
 QUIET_RUNS=3                    # health-check runs that must change nothing
@@ -87,6 +110,9 @@ EV3=$ROOT24$EV3_IN
 OUT3=$E2E_DIR/scenario3             # gpuhc-drain output kept for the README
 HC4_IN=/srv/gpuhc-hc4               # scenario 4 files (inside the chroot)
 HC4=$ROOT24$HC4_IN
+HC5_IN=/srv/gpuhc-hc5               # scenario 5 files (inside the chroot)
+HC5=$ROOT24$HC5_IN
+FIXTURE_H100=$REPO/internal/sysfsfix/testdata/h100-ndr
 
 cleanup() {
 	local rc=$?
@@ -112,10 +138,13 @@ dump_all() {
 	echo "======== logs (failure)"
 	local d f dirs=()
 	if [[ -n ${RAN22:-} ]]; then dump_logs22 2>&1; dirs+=("$HC22"); fi
-	if [[ -n ${RAN24:-} || -n ${RAN3:-} || -n ${RAN4:-} ]]; then dump_logs24 2>&1; fi
+	if [[ -n ${RAN24:-} || -n ${RAN3:-} || -n ${RAN4:-} || -n ${RAN5:-} ]]; then dump_logs24 2>&1; fi
 	if [[ -n ${RAN24:-} ]]; then dirs+=("$HC24"); fi
 	if [[ -n ${RAN3:-} ]]; then dirs+=("$HC3" "$EV3" "$OUT3"); fi
 	if [[ -n ${RAN4:-} ]]; then dirs+=("$HC4"); fi
+	if [[ -n ${RAN5:-} ]]; then dirs+=("$HC5"); fi
+	if [[ -n ${RAN_SPANK22:-}${RAN_SPANK24:-} ]]; then spank_dump 2>&1; fi
+	if [[ -n ${RAN_JOBS:-} ]]; then jobs_dump 2>&1; fi
 	for d in "${dirs[@]}"; do
 		for f in "$d"/runs.*.log "$d"/log/* "$d"/*.jsonl "$d"/*.txt; do
 			[[ -f $f ]] || continue
@@ -777,9 +806,179 @@ HealthCheckNodeState=ANY" up24
 	down24 quiet
 }
 
+# ================================================================== scenario 5
+# An InfiniBand fault on the 24.11 test bed. ibns.sh runs the health check
+# in a private mount namespace with a node's fixture tree (if it has one)
+# bind-mounted over /sys: the checks read it at root
+# "/", as on a real node, and rdmamap discovers the HCAs through its fixed
+# /sys/class/infiniband paths. gpu001 and gpu003 simulate DGX H100 GPUs
+# whose PCI addresses match the tree, so ib.gdr and topology judge GPUs and
+# HCAs together. The VM runs no Fabric Manager, so fabric.manager is off.
+REASON5='gpuhc: ib.port: mlx5_3/1 (0000:5e:00.0): rate 200 Gb/sec < expected 400'
+SIM5_ARGS='case $SLURMD_NODENAME in
+gpu001|gpu003) SIM="--simulate dgxh100" ;;
+*) SIM= ;;
+esac'
+
+write_ibns5() {
+	cat >"$HC5/ibns.sh.tmp" <<EOF
+#!/bin/sh
+# gpuhc e2e: gpuhc-healthcheck with this node's sysfs fixture, if any, in
+# a private mount namespace (nothing outside this process sees it).
+fx=$HC5_IN/fixture/\$SLURMD_NODENAME
+[ -d "\$fx/sys" ] || exec $HC5_IN/gpuhc-healthcheck "\$@"
+# In a chroot / is no mount point, so unshare cannot make it private; /sys
+# is made private instead, before anything is bound. The tree's
+# sys/module/<name> entries say which modules are loaded (this VM's kernel
+# has no /proc/modules to bind over).
+exec /usr/bin/unshare -m --propagation unchanged /bin/sh -c \\
+	'/bin/mount --make-rprivate /sys && /bin/mount --bind "\$0/sys" /sys && exec "\$@"' \\
+	"\$fx" $HC5_IN/gpuhc-healthcheck "\$@"
+EOF
+	chmod 0755 "$HC5/ibns.sh.tmp"
+	mv "$HC5/ibns.sh.tmp" "$HC5/ibns.sh"
+}
+
+write_conf_5() {
+	cat >"$HC5/gpuhc.toml.tmp" <<EOF
+# gpuhc e2e, scenario 5 (Slurm 24.11 chroot, InfiniBand fault, REST only)
+state_dir = "$HC5_IN/state/%n"
+lock_file = "$HC5_IN/state/%n.lock"
+deadline = "20s"
+check_timeout = "5s"
+
+[log]
+level = "debug"
+file = "$HC5_IN/log/%n.jsonl"
+
+[events]
+file = "$HC5_IN/log/%n.events.jsonl"
+
+[policy]
+resume_after = 2
+storm_jitter = "0s"
+
+[slurm]
+backend = "auto"
+url = "http://127.0.0.1:$S24_REST_PORT"
+token_file = "$S24_TOKEN_IN"
+user = "slurm"
+scontrol = "/nonexistent/scontrol"
+timeout = "5s"
+retries = 1
+
+[checks.thermal]
+enabled = false
+
+[checks.fabric.manager]
+enabled = false
+
+[checks.ib]
+exclude = ["mlx5_8"]
+
+# The DGX H100 nodes, with the values --print-inventory gave on gpu001.
+[[host]]
+match = "gpu[001,003]"
+[host.checks.gpu.count]
+expected = 8
+EOF
+	cat "$HC5/inventory.ib" >>"$HC5/gpuhc.toml.tmp"
+	mv "$HC5/gpuhc.toml.tmp" "$HC5/gpuhc.toml"
+}
+
+# drain_watch5 TIMEOUT: wait for gpu003's drain; gpu001 must stay idle.
+drain_watch5() {
+	local end=$((SECONDS + $1)) w
+	until node_is show24 gpu003 drained "$REASON5" slurm; do
+		w=$WHY
+		node_is show24 gpu001 clean || { WHY="gpu001 changed while waiting: $WHY"; GPU001_5=$WHY; return 1; }
+		((SECONDS < end)) || { WHY=$w; return 1; }
+		sleep 0.5
+	done
+	node_is show24 gpu001 clean || { GPU001_5="gpu001: $WHY"; }
+	return 0
+}
+
+scenario5() {
+	say "scenario 5: Slurm 24.11 chroot, sysfs of a DGX H100 on gpu001/gpu003, mlx5_3/1 at 200 Gb/sec on gpu003, REST only"
+	RAN5=1
+	local n others
+	need_chroot
+	down24 quiet
+	rm -rf --one-file-system "$HC5"
+	mkdir -p "$HC5"/{state,log,fixture}
+	for n in gpu001 gpu003; do cp -a "$FIXTURE_H100" "$HC5/fixture/$n"; done
+	printf '200 Gb/sec (4X HDR)\n' >"$HC5/fixture/gpu003/sys/class/infiniband/mlx5_3/ports/1/rate"
+	install -m 0755 "$BIN" "$HC5/gpuhc-healthcheck"
+	write_ibns5
+	: >"$HC5/inventory.ib"
+	write_conf_5
+
+	hc_wrapper "$HC5/healthcheck.sh" "$HC5_IN/ibns.sh" "$HC5_IN/gpuhc.toml" "$HC5_IN" \
+		"$SIM5_ARGS" '$SIM'
+	GPUHC_S24_EXTRA="HealthCheckProgram=$HC5_IN/healthcheck.sh
+HealthCheckInterval=5
+HealthCheckNodeState=ANY" up24
+
+	# Bring-up: the inventory of the healthy node, through the same
+	# namespace and discovery path, becomes gpu001's and gpu003's config
+	# (the wrapper does nothing until armed, and the config is re-read by
+	# every run).
+	SLURMD_NODENAME=gpu001 s24 "$HC5_IN/ibns.sh" --config "$HC5_IN/gpuhc.toml" --node gpu001 \
+		--simulate dgxh100 --print-inventory >"$HC5/inventory.txt" 2>&1 || true
+	WHY=$(head -c 600 "$HC5/inventory.txt")
+	expect "5: --print-inventory on gpu001 (rdmamap, fixture over /sys) pins 8 HCAs at 400 Gb/sec, InfiniBand, and gpu3's pair mlx5_3" \
+		eval 'grep -qx "expected_hcas = 8" "$HC5/inventory.txt" && grep -qx "min_rate_gbps = 400.0" "$HC5/inventory.txt" && grep -qx "link_layer = \"InfiniBand\"" "$HC5/inventory.txt" && grep -q "\"0000:5d:00.0=mlx5_3\"" "$HC5/inventory.txt"'
+	# Its [checks.ib.port] and [checks.topology] tables, under [[host]].
+	sed -n '/^\[checks.ib.port\]/,$p' "$HC5/inventory.txt" | sed 's/^\[checks\./[host.checks./' >"$HC5/inventory.ib"
+	write_conf_5
+	expect "5: --check-config accepts the scenario 5 config with the inventory in a [[host]] section" \
+		s24 "$HC5_IN/gpuhc-healthcheck" --check-config "$HC5_IN/gpuhc.toml"
+	touch "$HC5/armed"
+	say "5: armed: gpu001 and gpu003 run with the h100-ndr tree over /sys (gpu003: mlx5_3/1 at 200 Gb/sec)"
+
+	GPU001_5=
+	expect "5: gpu003 drained through REST (scontrol=/nonexistent) within ${WAIT}s with '$REASON5'" \
+		drain_watch5 "$WAIT"
+	WHY="$(last_policy "$HC5" gpu003)"
+	expect "5: gpu003's drain went through slurmrestd" \
+		grep -q '^policy: drained.*via rest v0.0.4' "$HC5/runs.gpu003.log"
+	WHY="$(grep -m3 '^ib\.' "$HC5/runs.gpu003.log" 2>&1 || true)"
+	expect "5: gpu003's run judged the HCAs rdmamap found (mlx5_0/1 OK, mlx5_3/1 FAIL), not the excluded mlx5_8" \
+		eval 'grep -Eq "^ib\.port +mlx5_0/1 +OK" "$HC5/runs.gpu003.log" && grep -Eq "^ib\.port +mlx5_3/1 +FAIL +rate 200 Gb/sec < expected 400" "$HC5/runs.gpu003.log" && ! grep -Eq "^ib\.port +mlx5_8" "$HC5/runs.gpu003.log"'
+	WHY="$(tail -3 "$HC5/log/gpu003.events.jsonl" 2>&1 | head -c 600)"
+	expect "5: gpu003's event log has the drain (via REST) and the ib.port FAIL transition of mlx5_3/1" \
+		eval 'jq -e -s --arg r "$REASON5" "[.[] | select(.kind == \"drain\" and .message == \$r and (.backend // \"\" | startswith(\"rest\")))] | length == 1" "$HC5/log/gpu003.events.jsonl" >/dev/null && jq -e -s "[.[] | select(.kind == \"transition\" and .check == \"ib.port\" and .component == \"mlx5_3/1\" and .status == \"FAIL\")] | length == 1" "$HC5/log/gpu003.events.jsonl" >/dev/null'
+
+	WHY=$GPU001_5
+	expect "5: gpu001 (the same tree, healthy) stayed idle while gpu003 was drained" [ -z "$GPU001_5" ]
+	expect "5: gpu001 stays idle over 2 more runs" stays show24 gpu001 "$HC5" 2 clean
+	WHY="$({ grep -E '^(ib\.|topology)' "$HC5/runs.gpu001.log" | grep -v ' OK ' | head -5; } || true; last_policy "$HC5" gpu001)"
+	expect "5: gpu001's ib.port, ib.counters, ib.gdr and topology results are all OK (policy: none, 0 Slurm calls)" \
+		eval '! grep -E "^(ib\.|topology)" "$HC5/runs.gpu001.log" | grep -Ev " OK " | grep -q . && grep -Eq "^ib\.gdr +host +OK" "$HC5/runs.gpu001.log" && grep -Eq "^topology +gpu3 +OK" "$HC5/runs.gpu001.log" && last_policy "$HC5" gpu001 | grep -q "^policy: none \[0 Slurm calls\]"'
+	others=ok
+	for n in gpu002 gpu004; do
+		node_is show24 "$n" clean || others="$n: $WHY"
+		grep -Eq '^ib\.port +host +SKIP' "$HC5/runs.$n.log" || others="$n: ib.port did not SKIP: $(grep -m1 '^ib\.port' "$HC5/runs.$n.log" || true)"
+	done
+	WHY=$others
+	expect "5: gpu002 and gpu004 (no HCAs) stay idle and SKIP the IB checks" [ "$others" = ok ]
+	WHY="$(grep -F "$HC5_IN" /proc/mounts || true)"
+	expect "5: the fixture was mounted only inside the health check's namespace" [ -z "$WHY" ]
+
+	rm -f "$HC5/armed"
+	for n in "${S24_NODES[@]}"; do
+		s24 scontrol update NodeName="$n" State=RESUME >/dev/null 2>&1 || true
+	done
+	down24 quiet
+}
+
 # ================================================================== main
 say "binary: $("$BIN" --version)"
 case $ONLY in '' | 22) scenario22 ;; esac
 case $ONLY in '' | 24) scenario24 ;; esac
 case $ONLY in '' | 24 | 3) scenario3 ;; esac
 case $ONLY in '' | 24 | 4) scenario4 ;; esac
+case $ONLY in '' | 24 | 5) scenario5 ;; esac
+case $ONLY in '' | spank) spank_scenarios ;; esac
+case $ONLY in '' | jobs) RAN_JOBS=1; jobs_scenarios ;; esac

@@ -40,6 +40,8 @@ SPANK24_IN=/srv/gpuhc-spank              # scenario files, inside the chroot
 SPANK24=$ROOT24$SPANK24_IN
 SPANK_WAIT=${GPUHC_SPANK_WAIT:-30}       # seconds for a job's Prolog to run
 SPANK_MSG='--gpu-health: "bogus" is not quick or full'
+# gpuhc-prolog, run by the test Prolog after it saved the environment.
+SPANK_PROLOG_BIN=${GPUHC_PROLOG_BIN:-$SPANK_REPO/bin/gpuhc-prolog}
 
 # spank_cc: the plugin is C; a bare CI host may lack a compiler.
 spank_cc() {
@@ -89,7 +91,10 @@ spank_headers24() {
 # that includes plugstack.conf.d/*.conf, as the shipped example says, with
 # the shipped etc/plugstack.conf.d/gpuhc.conf there (only the .so path
 # changed); and a Prolog that saves its environment as prolog.<jobid>.env
-# (written whole, then renamed, so a reader never sees half a file).
+# (written whole, then renamed, so a reader never sees half a file), then
+# runs gpuhc-prolog, whose event log (events.<node>.jsonl) must show the
+# job's mode. On these GPU-less test beds its checks SKIP, so it never
+# drains; bandwidth is off (no libcuda).
 spank_files() {
 	local d=$1 di=$2 so=$3 n
 	rm -rf --one-file-system "$d"
@@ -107,7 +112,21 @@ spank_files() {
 # gpuhc e2e Prolog: keep the environment slurmd gives it.
 /usr/bin/env >$di/prolog.\$SLURM_JOB_ID.tmp
 /bin/mv $di/prolog.\$SLURM_JOB_ID.tmp $di/prolog.\$SLURM_JOB_ID.env
-exit 0
+exec $di/gpuhc-prolog --config $di/gpuhc.toml >>$di/prolog.log 2>&1
+EOF
+	install -m 0755 "$SPANK_PROLOG_BIN" "$d/gpuhc-prolog"
+	cat >"$d/gpuhc.toml" <<EOF
+# gpuhc e2e (test/e2e/spank.sh): gpuhc-prolog behind the SPANK option
+state_dir = "$di/state/%n"
+lock_file = "$di/state/%n.lock"
+[log]
+file = ""
+[events]
+file = "$di/events.%n.jsonl"
+[slurm]
+scontrol = "/nonexistent/scontrol"
+[checks.bandwidth]
+libcuda = ""
 EOF
 	chmod 0644 "$d/plugstack.conf"
 	chmod 0755 "$d/prolog.sh"
@@ -162,6 +181,21 @@ spank_mode_is() {
 	if [[ -z $3 ]]; then [[ -z $got ]]; else [[ $got == "SPANK_GPUHC_MODE=$3" ]]; fi
 }
 
+# spank_event_mode BED JOBID WANT: gpuhc-prolog's event log has the job's
+# prolog event with mode WANT.
+spank_event_mode() {
+	local d=$SPANK22 end=$((SECONDS + SPANK_WAIT))
+	[[ $1 == 22 ]] || d=$SPANK24
+	until cat "$d"/events.*.jsonl 2>/dev/null | jq -e -s --arg j "$2" --arg m "$3" \
+		'[.[] | select(.kind == "prolog" and .job_id == $j and .mode == $m)] | length == 1' >/dev/null; do
+		((SECONDS < end)) || {
+			WHY="no prolog event with job_id $2 and mode $3: $(grep -h "\"job_id\":\"$2\"" "$d"/events.*.jsonl 2>/dev/null | head -c 400)"
+			return 1
+		}
+		sleep 0.25
+	done
+}
+
 # spank_refused: the last command failed, said why, and submitted nothing.
 spank_refused() {
 	WHY="exit $SPANK_RC, stderr: $SPANK_ERR"
@@ -190,12 +224,14 @@ spank_checks() {
 	WHY="exit $SPANK_RC, stdout '$SPANK_OUT', stderr: $SPANK_ERR"
 	expect "$l: sbatch --gpu-health=full --wrap=true is accepted" [ "$SPANK_RC" = 0 -a -n "$j1" ]
 	expect "$l: its Prolog sees SPANK_GPUHC_MODE=full" spank_mode_is "$bed" "${j1:-none}" full
+	expect "$l: gpuhc-prolog's event log has job ${j1:-?} with mode=full" spank_event_mode "$bed" "${j1:-none}" full
 
 	spank_run "$bed" srun --chdir="$wd" --gpu-health=quick /usr/bin/printenv SLURM_JOB_ID
 	j2=$(spank_jobid_srun)
 	WHY="exit $SPANK_RC, stdout '$SPANK_OUT', stderr: $SPANK_ERR"
 	expect "$l: srun --gpu-health=quick runs the job" [ "$SPANK_RC" = 0 -a -n "$j2" ]
 	expect "$l: its Prolog sees SPANK_GPUHC_MODE=quick" spank_mode_is "$bed" "${j2:-none}" quick
+	expect "$l: gpuhc-prolog's event log has job ${j2:-?} with mode=quick" spank_event_mode "$bed" "${j2:-none}" quick
 
 	spank_run "$bed" "${sb[@]}" --gpu-health=bogus --wrap=true
 	expect "$l: sbatch --gpu-health=bogus is refused at submit time: non-zero exit, '$SPANK_MSG'" spank_refused
@@ -290,7 +326,7 @@ spank_dump() {
 	[[ -n ${RAN_SPANK22:-} ]] && dump_logs22 2>&1
 	[[ -n ${RAN_SPANK24:-} ]] && dump_logs24 2>&1
 	for d in ${RAN_SPANK22:+"$SPANK22"} ${RAN_SPANK24:+"$SPANK24"}; do
-		for f in "$d"/commands.log "$d"/prolog.*.env; do
+		for f in "$d"/commands.log "$d"/prolog.*.env "$d"/prolog.log "$d"/events.*.jsonl; do
 			[[ -f $f ]] || continue
 			echo "===== $f (last 60 lines)"; tail -60 "$f"
 		done
