@@ -12,7 +12,12 @@
 #      (no FAIL, no ERROR; on a one-GPU box gpu.nvlink and gpu.fabric are
 #      expected to SKIP, and anything else there is reported);
 #   3. timing: RUNS (20) runs of the binary, median and max wall time, and
-#      each check's own duration from the metrics file.
+#      each check's own duration from the metrics file;
+#   4. bandwidth through the CUDA driver API (TestRealCUDA in
+#      internal/bandwidth, GPUHC_REAL_CUDA=1): H2D, D2H and D2D per GPU and
+#      P2P between GPUs, against the per-model floors, every figure kept in
+#      bandwidth.txt for calibrating them (copies of a few hundred MiB per
+#      GPU: seconds of load, nothing changed on the GPUs).
 #
 # Needs bash, coreutils, awk, the NVIDIA driver, and Go to build the two
 # binaries from this tree. Where Go cannot fetch the modules, build them
@@ -46,6 +51,7 @@ trap 'rm -rf "$WORK"' EXIT
 
 HC=bin/gpuhc-healthcheck
 GT=bin/gpuhc-gpu.test
+BT=bin/gpuhc-bandwidth.test
 failed=0
 summary() { echo "$*" | tee -a "$OUT/summary.txt"; }
 bad() { summary "FAIL: $*"; failed=1; }
@@ -76,8 +82,9 @@ fi
 # From this tree when Go can (modules in the cache or reachable), else the
 # prebuilt binaries in bin/.
 if timeout 600 env CGO_ENABLED=1 $GO build -trimpath -o "$WORK/gpuhc-healthcheck" ./healthcheck >"$OUT/build.txt" 2>&1 &&
-	timeout 600 env CGO_ENABLED=1 $GO test -c -o "$WORK/gpuhc-gpu.test" ./internal/gpu >>"$OUT/build.txt" 2>&1; then
-	HC=$WORK/gpuhc-healthcheck GT=$WORK/gpuhc-gpu.test
+	timeout 600 env CGO_ENABLED=1 $GO test -c -o "$WORK/gpuhc-gpu.test" ./internal/gpu >>"$OUT/build.txt" 2>&1 &&
+	timeout 600 env CGO_ENABLED=1 $GO test -c -o "$WORK/gpuhc-bandwidth.test" ./internal/bandwidth >>"$OUT/build.txt" 2>&1; then
+	HC=$WORK/gpuhc-healthcheck GT=$WORK/gpuhc-gpu.test BT=$WORK/gpuhc-bandwidth.test
 	summary "ok: built from this tree"
 elif [ -x "$HC" ] && [ -x "$GT" ]; then
 	HC=$PWD/$HC GT=$PWD/$GT
@@ -209,6 +216,29 @@ if [ -x "$HC" ]; then
 	} >"$OUT/timing-summary.tsv"
 	cat "$OUT/timing-summary.tsv"
 	summary "timing: wall median/max ms: $(awk -F'\t' '$1 == "wall_ms" {print $2 "/" $3}' "$OUT/timing-summary.tsv") over $RUNS runs (first run included: NVML init, state baselines)"
+fi
+
+# ---- 4. bandwidth ---------------------------------------------------------
+if [ -n "$SIMULATE" ]; then
+	summary "note: simulating $SIMULATE: bandwidth (real CUDA) skipped"
+elif [ -x "$BT" ]; then
+	(cd internal/bandwidth && GPUHC_REAL_CUDA=1 timeout 300 "$BT" -test.run '^TestRealCUDA$' -test.v -test.count=1 -test.timeout 280s) \
+		>"$OUT/bandwidth.txt" 2>&1
+	rc=$?
+	grep -E 'figure |took ' "$OUT/bandwidth.txt" | sed 's/^ *[a-z_]*\.go:[0-9]*: //'
+	for kind in h2d d2h d2d p2p; do
+		v=$(awk -v k="$kind" '$2 == "figure" && $4 == k {print $5}' "$OUT/bandwidth.txt" | sort -n | awk '{v[NR] = $1} END {if (NR) printf "min %s max %s GB/s over %d", v[1], v[NR], NR}')
+		[ -n "$v" ] && summary "bandwidth: $kind $v"
+	done
+	if [ $rc -ne 0 ]; then
+		bad "TestRealCUDA exited $rc: a figure below its floor, or CUDA not usable (see bandwidth.txt)"
+	elif ! grep -q -- '--- PASS: TestRealCUDA' "$OUT/bandwidth.txt"; then
+		bad "TestRealCUDA did not pass (skipped? see bandwidth.txt)"
+	else
+		summary "ok: TestRealCUDA: every figure at or above its floor"
+	fi
+else
+	summary "note: no bandwidth test binary ($BT): bandwidth not measured"
 fi
 
 echo
