@@ -463,40 +463,8 @@ jobs_dump() {
 
 # ------------------------------------------------------------------ driver
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
-	case ${1:-} in '' | 22 | 24) ;; *) echo "usage: $0 [22|24]" >&2; exit 2 ;; esac
-	[[ $(id -u) == 0 ]] || { echo "jobs.sh: must run as root" >&2; exit 2; }
 	for b in gpuhc-prolog gpuhc-epilog; do
 		[[ -x $JOBS_BIN/$b ]] || { echo "jobs.sh: $JOBS_BIN/$b missing; run make build" >&2; exit 2; }
 	done
-	NPASS=0 NFAIL=0 T0=$SECONDS WHY=
-	say() { printf '[jobs %(%H:%M:%S)T +%03ds] %s\n' -1 $((SECONDS - T0)) "$*"; }
-	pass() { NPASS=$((NPASS + 1)); echo "PASS: $*"; }
-	fail() { NFAIL=$((NFAIL + 1)); echo "FAIL: $*"; }
-	expect() {
-		local d=$1; shift
-		if "$@"; then pass "$d"; else fail "$d${WHY:+ ($WHY)}"; fi
-		WHY=
-	}
-	mkdir -p "$E2E_DIR"
-	exec 9>"$E2E_DIR/.lock"
-	flock -n 9 || { echo "jobs.sh: another e2e run is in progress ($E2E_DIR/.lock)" >&2; exit 2; }
-	jobs_cleanup() {
-		local rc=$?
-		trap - EXIT
-		set +e
-		((rc == 0)) || fail "jobs.sh aborted (exit status $rc)"
-		((NFAIL == 0)) || jobs_dump
-		down24 quiet
-		down22 quiet
-		say "done in $((SECONDS - T0))s"
-		echo "jobs: $NPASS passed, $NFAIL failed"
-		((NFAIL == 0))
-	}
-	trap jobs_cleanup EXIT
-	trap 'exit 130' INT TERM
-	case ${1:-} in
-	22) jobs_scenario22 ;;
-	24) jobs_scenario24 ;;
-	*) jobs_scenarios ;;
-	esac
+	e2e_standalone jobs "$@"
 fi

@@ -23,10 +23,7 @@ DOWNREASON='gpuhc-e2e: slurmd stopped'
 
 [[ $(id -u) == 0 ]] || die "run as root"
 
-# One e2e run or recording at a time: they share ports, paths and the chroot.
-mkdir -p "$E2E_DIR"
-exec 9>"$E2E_DIR/.lock"
-flock -n 9 || { echo "$(basename "$0"): another e2e run or recording is in progress ($E2E_DIR/.lock)" >&2; exit 2; }
+e2e_lock "$(basename "$0")"
 
 cleanup() {
 	local rc=$?

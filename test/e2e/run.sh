@@ -73,24 +73,10 @@ source "$HERE/jobs.sh"
 WAIT=${GPUHC_E2E_WAIT:-30}      # seconds allowed for a drain or a resume
 QUIET_RUNS=3                    # health-check runs that must change nothing
 
-NPASS=0 NFAIL=0
-T0=$SECONDS
-
-say() { printf '[e2e %(%H:%M:%S)T +%03ds] %s\n' -1 $((SECONDS - T0)) "$*"; }
-pass() { NPASS=$((NPASS + 1)); echo "PASS: $*"; }
-fail() { NFAIL=$((NFAIL + 1)); echo "FAIL: $*"; }
-# expect DESCRIPTION CMD...: PASS if CMD succeeds.
-expect() {
-	local d=$1; shift
-	if "$@"; then pass "$d"; else fail "$d${WHY:+ ($WHY)}"; fi
-	WHY=
-}
+e2e_asserts e2e
 
 [[ $(id -u) == 0 ]] || { echo "e2e: must run as root" >&2; exit 2; }
-# One e2e run or recording at a time: they share ports, paths and the chroot.
-mkdir -p "$E2E_DIR"
-exec 9>"$E2E_DIR/.lock"
-flock -n 9 || { echo "$(basename "$0"): another e2e run or recording is in progress ($E2E_DIR/.lock)" >&2; exit 2; }
+e2e_lock "$(basename "$0")"
 
 [[ -x $BIN ]] || { echo "e2e: $BIN missing; run make build" >&2; exit 2; }
 "$BIN" --version >/dev/null || { echo "e2e: $BIN --version failed" >&2; exit 2; }

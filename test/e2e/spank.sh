@@ -336,37 +336,5 @@ spank_dump() {
 
 # ------------------------------------------------------------------ driver
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
-	case ${1:-} in '' | 22 | 24) ;; *) echo "usage: $0 [22|24]" >&2; exit 2 ;; esac
-	[[ $(id -u) == 0 ]] || { echo "spank.sh: must run as root" >&2; exit 2; }
-	NPASS=0 NFAIL=0 T0=$SECONDS WHY=
-	say() { printf '[spank %(%H:%M:%S)T +%03ds] %s\n' -1 $((SECONDS - T0)) "$*"; }
-	pass() { NPASS=$((NPASS + 1)); echo "PASS: $*"; }
-	fail() { NFAIL=$((NFAIL + 1)); echo "FAIL: $*"; }
-	expect() {
-		local d=$1; shift
-		if "$@"; then pass "$d"; else fail "$d${WHY:+ ($WHY)}"; fi
-		WHY=
-	}
-	mkdir -p "$E2E_DIR"
-	exec 9>"$E2E_DIR/.lock"
-	flock -n 9 || { echo "spank.sh: another e2e run is in progress ($E2E_DIR/.lock)" >&2; exit 2; }
-	spank_cleanup() {
-		local rc=$?
-		trap - EXIT
-		set +e
-		((rc == 0)) || fail "spank.sh aborted (exit status $rc)"
-		((NFAIL == 0)) || spank_dump
-		down24 quiet
-		down22 quiet
-		say "done in $((SECONDS - T0))s"
-		echo "spank: $NPASS passed, $NFAIL failed"
-		((NFAIL == 0))
-	}
-	trap spank_cleanup EXIT
-	trap 'exit 130' INT TERM
-	case ${1:-} in
-	22) spank_scenario22 ;;
-	24) spank_scenario24 ;;
-	*) spank_scenarios ;;
-	esac
+	e2e_standalone spank "$@"
 fi

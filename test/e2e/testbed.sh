@@ -539,6 +539,63 @@ main() {
 	esac
 }
 
+# ------------------------------------------------------------------ scenario helpers
+# Shared by run.sh and by spank.sh and jobs.sh run on their own.
+
+# e2e_asserts NAME: the PASS/FAIL counters and the helpers scenarios use.
+# expect DESCRIPTION CMD...: PASS if CMD succeeds; WHY, if set, says why not.
+e2e_asserts() {
+	E2E_NAME=$1 NPASS=0 NFAIL=0 T0=$SECONDS WHY=
+	say() { printf '[%s %(%H:%M:%S)T +%03ds] %s\n' "$E2E_NAME" -1 $((SECONDS - T0)) "$*"; }
+	pass() { NPASS=$((NPASS + 1)); echo "PASS: $*"; }
+	fail() { NFAIL=$((NFAIL + 1)); echo "FAIL: $*"; }
+	expect() {
+		local d=$1; shift
+		if "$@"; then pass "$d"; else fail "$d${WHY:+ ($WHY)}"; fi
+		WHY=
+	}
+}
+
+# e2e_lock PROGRAM: one e2e run or recording at a time (they share ports,
+# paths and the chroot); fd 9 holds the lock until the process ends.
+e2e_lock() {
+	mkdir -p "$E2E_DIR"
+	exec 9>"$E2E_DIR/.lock"
+	flock -n 9 || { echo "$1: another e2e run or recording is in progress ($E2E_DIR/.lock)" >&2; exit 2; }
+}
+
+# e2e_standalone NAME [22|24]: spank.sh or jobs.sh as its own driver: runs
+# NAME_scenario22, NAME_scenario24 or both (NAME_scenarios), dumps the logs
+# with NAME_dump on a failure, stops every daemon, exits 0 only if all
+# passed.
+e2e_standalone() {
+	local name=$1 arg=${2:-}
+	case $arg in '' | 22 | 24) ;; *) echo "usage: $name.sh [22|24]" >&2; exit 2 ;; esac
+	[[ $(id -u) == 0 ]] || { echo "$name.sh: must run as root" >&2; exit 2; }
+	e2e_asserts "$name"
+	e2e_lock "$name.sh"
+	trap "e2e_standalone_end $name" EXIT
+	trap 'exit 130' INT TERM
+	case $arg in
+	22) "${name}_scenario22" ;;
+	24) "${name}_scenario24" ;;
+	*) "${name}_scenarios" ;;
+	esac
+}
+
+e2e_standalone_end() {
+	local rc=$? name=$1
+	trap - EXIT
+	set +e
+	((rc == 0)) || fail "$name.sh aborted (exit status $rc)"
+	((NFAIL == 0)) || "${name}_dump"
+	down24 quiet
+	down22 quiet
+	say "done in $((SECONDS - T0))s"
+	echo "$name: $NPASS passed, $NFAIL failed"
+	exit $((NFAIL == 0 ? 0 : 1))
+}
+
 # Sourced (for the helpers) or run.
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
 	main "$@"
