@@ -28,6 +28,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/statefile"
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // Name is the check's name.
@@ -155,8 +156,8 @@ func (m *manager) process(ctx context.Context, v *verdict) (in instance, known b
 	}
 	p, ok := sc.oldest()
 	switch {
-	case !ok && sc.unreadable > 0:
-		v.add(check.Error, "%s not found, but %d processes unreadable: %v", name, sc.unreadable, sc.firstErr)
+	case !ok && sc.N > 0:
+		v.add(check.Error, "%s not found, but %d processes unreadable: %v", name, sc.N, sc.First)
 		return instance{}, false
 	case !ok:
 		v.add(check.Fail, "%s not running", name)
@@ -250,7 +251,7 @@ func (m *manager) log(ctx context.Context, rec *record, in instance, known bool,
 
 // quoteLines quotes the first fatal line, cut short, and counts the rest.
 func quoteLines(ls []fatalLine) string {
-	s := fmt.Sprintf("%q", cut(printable(ls[0].text), 150))
+	s := fmt.Sprintf("%q", sysread.Cut(printable(ls[0].text), 150))
 	if len(ls) > 1 {
 		s += fmt.Sprintf(" (+%d more)", len(ls)-1)
 	}

@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"syscall"
 	"time"
+
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // The log is read from a cursor kept between runs (see record). It has to
@@ -99,7 +101,7 @@ func openLogFile(path string) (*openLog, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("stat %s: %w", path, bare(err))
+		return nil, fmt.Errorf("stat %s: %w", path, sysread.Bare(err))
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
@@ -171,7 +173,7 @@ type segment struct {
 func (r *logReader) scan(ctx context.Context, prev *logCursor) (*logScan, error) {
 	cur, err := openLogFile(r.path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return &logScan{next: prev}, fmt.Errorf("read %s: %w", r.path, bare(err))
+		return &logScan{next: prev}, fmt.Errorf("read %s: %w", r.path, sysread.Bare(err))
 	}
 	defer cur.close()
 	missing := err != nil
@@ -182,7 +184,7 @@ func (r *logReader) scan(ctx context.Context, prev *logCursor) (*logScan, error)
 		if missing {
 			// No history to skip: the file that appears is read from its
 			// start.
-			return &logScan{next: &logCursor{Path: r.path}}, fmt.Errorf("read %s: %w", r.path, bare(err))
+			return &logScan{next: &logCursor{Path: r.path}}, fmt.Errorf("read %s: %w", r.path, sysread.Bare(err))
 		}
 		end, err := lastLineEnd(cur)
 		if err != nil {
@@ -261,7 +263,7 @@ func (r *logReader) read(s *segment, sc *logScan) (int64, error) {
 	buf := make([]byte, n)
 	got, err := s.log.f.ReadAt(buf, s.from)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return s.from, bare(err)
+		return s.from, sysread.Bare(err)
 	}
 	buf = buf[:got]
 	consumed := len(buf)
@@ -301,7 +303,7 @@ func (r *logReader) match(line string, sc *logScan) {
 	for _, p := range r.patterns {
 		if p.MatchString(line) {
 			if len(sc.fatal) < maxFatalLines {
-				sc.fatal = append(sc.fatal, fatalLine{text: cut(line, maxFatalText), when: lineTime(line, r.loc)})
+				sc.fatal = append(sc.fatal, fatalLine{text: sysread.Cut(line, maxFatalText), when: lineTime(line, r.loc)})
 			}
 			return
 		}
@@ -334,7 +336,7 @@ func lastLineEnd(l *openLog) (int64, error) {
 	buf := make([]byte, l.size-from)
 	got, err := l.f.ReadAt(buf, from)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return 0, bare(err)
+		return 0, sysread.Bare(err)
 	}
 	if i := bytes.LastIndexByte(buf[:got], '\n'); i >= 0 {
 		return from + int64(i) + 1, nil

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // pciScan is what the PCI bus shows of NVSwitches.
@@ -30,7 +32,7 @@ func findNVSwitches(root string) (pciScan, error) {
 		return pciScan{}, nil
 	}
 	if err != nil {
-		return pciScan{}, fmt.Errorf("list %s: %w", dir, bare(err))
+		return pciScan{}, fmt.Errorf("list %s: %w", dir, sysread.Bare(err))
 	}
 	var sc pciScan
 	for _, e := range ents {
@@ -60,13 +62,13 @@ func findNVSwitches(root string) (pciScan, error) {
 // readHexAttr reads a sysfs attribute such as "0x10de" or "0x068000",
 // lower-cased; anything else is an error.
 func readHexAttr(path string) (string, error) {
-	b, err := readFile(path, maxAttr)
+	b, err := sysread.File(path, sysread.MaxAttr)
 	if err != nil {
 		return "", err
 	}
 	v := strings.ToLower(strings.TrimSpace(string(b)))
 	if len(v) < 3 || !strings.HasPrefix(v, "0x") || strings.Trim(v[2:], "0123456789abcdef") != "" {
-		return "", fmt.Errorf("%s: %s is not a hex number", path, quoteShort(v))
+		return "", fmt.Errorf("%s: %s is not a hex number", path, sysread.QuoteShort(v))
 	}
 	return v, nil
 }

@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gpuhc/gpuhc/internal/procscan"
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // How the unit's state is read, without systemctl (no exec, no PATH, and
@@ -50,7 +53,7 @@ func unitActive(root, unit string, procs []fmProc) (bool, error) {
 			}
 			continue
 		}
-		if !vanished(err) && firstErr == nil {
+		if !procscan.Vanished(err) && firstErr == nil {
 			firstErr = err
 		}
 	}
@@ -73,7 +76,7 @@ func unitActive(root, unit string, procs []fmProc) (bool, error) {
 // may delegate sub-groups below its own).
 func inUnit(dir, unit string) (bool, error) {
 	path := filepath.Join(dir, "cgroup")
-	b, err := readFile(path, maxProc)
+	b, err := sysread.File(path, maxProc)
 	if err != nil {
 		return false, err
 	}
@@ -84,7 +87,7 @@ func inUnit(dir, unit string) (bool, error) {
 		}
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 || !strings.HasPrefix(parts[2], "/") {
-			return false, fmt.Errorf("%s: %s is not a cgroup line", path, quoteShort(line))
+			return false, fmt.Errorf("%s: %s is not a cgroup line", path, sysread.QuoteShort(line))
 		}
 		seen = true
 		for _, elem := range strings.Split(parts[2], "/") {
@@ -104,7 +107,7 @@ func unitGroupPopulated(root, unit string) (bool, error) {
 	var firstErr error
 	for _, base := range []string{"sys/fs/cgroup", "sys/fs/cgroup/unified", "sys/fs/cgroup/systemd"} {
 		path := at(root, base, "system.slice", unit, "cgroup.procs")
-		b, err := readFile(path, maxProc)
+		b, err := sysread.File(path, maxProc)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // maxCPUID bounds CPU numbers so a garbage range cannot claim billions;
@@ -35,7 +36,7 @@ func (c *cpu) Run(ctx context.Context) []check.Result {
 
 func (c *cpu) judge() check.Result {
 	path := at(c.root, "sys/devices/system/cpu/online")
-	list, err := readAttr(path)
+	list, err := sysread.Attr(path)
 	if err != nil {
 		return errorf(componentHost, "%v", err)
 	}
@@ -81,7 +82,7 @@ func parseCPUList(s string) (int, error) {
 			}
 		}
 		if a > b || a <= prev {
-			return 0, fmt.Errorf("range %s out of order", quoteShort(part))
+			return 0, fmt.Errorf("range %s out of order", sysread.QuoteShort(part))
 		}
 		n += b - a + 1
 		prev = b
@@ -91,7 +92,7 @@ func parseCPUList(s string) (int, error) {
 
 func cpuID(s string) (int, error) {
 	if s == "" || len(s) > 5 || strings.Trim(s, "0123456789") != "" {
-		return 0, fmt.Errorf("bad CPU number %s", quoteShort(s))
+		return 0, fmt.Errorf("bad CPU number %s", sysread.QuoteShort(s))
 	}
 	v, _ := strconv.Atoi(s)
 	if v >= maxCPUID {

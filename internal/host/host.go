@@ -8,17 +8,13 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // Check names, as they appear in results and drain reasons.
@@ -35,75 +31,17 @@ const (
 // errors that stop a check before it reaches any one component.
 const componentHost = "host"
 
-// Size caps for reads: kernel files are small, but a garbage or hostile
-// fixture must not make us read gigabytes.
-const (
-	maxAttr = 4 << 10  // one sysfs attribute
-	maxProc = 64 << 20 // a whole /proc table (mountinfo on a busy k8s node is MBs)
-)
+// maxProc caps a whole /proc table: mountinfo on a busy k8s node is MBs,
+// and a garbage or hostile fixture must not make us read gigabytes.
+const maxProc = 64 << 20
 
 // at joins the check's root and a kernel path such as "/proc/modules".
 func at(root string, elem ...string) string {
 	return filepath.Join(append([]string{root}, elem...)...)
 }
 
-// readFile reads a whole kernel file of at most max bytes. The error names
-// the path once (os errors already carry it, so the inner one is unwrapped).
-func readFile(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, bare(err))
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, bare(err))
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("read %s: larger than %d bytes", path, max)
-	}
-	return b, nil
-}
-
-// readAttr reads a one-line sysfs attribute without its newline.
-func readAttr(path string) (string, error) {
-	b, err := readFile(path, maxAttr)
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(b)), nil
-}
-
-// bare strips an *fs.PathError down to its errno so paths are not repeated.
-func bare(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// printable makes text read from the kernel safe for a one-line message or
-// component: drain reasons must be a single printable line.
-func printable(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsPrint(r) {
-			return r
-		}
-		return '?'
-	}, s)
-	return strings.TrimSpace(s)
-}
-
-// quoteShort quotes a garbage value for a message, cut so the message
-// stays short.
-func quoteShort(s string) string {
-	const max = 24
-	if len(s) > max {
-		s = s[:max] + "..."
-	}
-	return strconv.Quote(s)
-}
+// printable is sysread.Printable, applied to every message and component.
+func printable(s string) string { return sysread.Printable(s) }
 
 // fmtBytes writes a byte count in binary units: "12.3 GiB", "50 GiB".
 func fmtBytes(b uint64) string {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 type memory struct {
@@ -43,7 +44,7 @@ func (m *memory) judge() check.Result {
 		floor = v
 	}
 	path := at(m.root, "proc/meminfo")
-	b, err := readFile(path, maxProc)
+	b, err := sysread.File(path, maxProc)
 	if err != nil {
 		return errorf(componentHost, "%v", err)
 	}
@@ -86,17 +87,17 @@ func parseMeminfoLine(line string) (string, uint64, error) {
 	key, rest, ok := strings.Cut(line, ":")
 	f := strings.Fields(rest)
 	if !ok || key == "" || strings.ContainsAny(key, " \t") || len(f) < 1 || len(f) > 2 {
-		return "", 0, fmt.Errorf("not a meminfo line: %s", quoteShort(line))
+		return "", 0, fmt.Errorf("not a meminfo line: %s", sysread.QuoteShort(line))
 	}
 	v, err := strconv.ParseUint(f[0], 10, 64)
 	if err != nil {
-		return "", 0, fmt.Errorf("%s: bad value %s", key, quoteShort(f[0]))
+		return "", 0, fmt.Errorf("%s: bad value %s", key, sysread.QuoteShort(f[0]))
 	}
 	if len(f) == 1 {
 		return key, v, nil
 	}
 	if f[1] != "kB" || v > math.MaxUint64/1024 {
-		return "", 0, fmt.Errorf("%s: bad amount %s", key, quoteShort(strings.TrimSpace(rest)))
+		return "", 0, fmt.Errorf("%s: bad amount %s", key, sysread.QuoteShort(strings.TrimSpace(rest)))
 	}
 	return key, v * 1024, nil
 }

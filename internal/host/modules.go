@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 type modules struct {
@@ -70,7 +71,7 @@ func modName(s string) string {
 }
 
 func (m *modules) loaded() (map[string]bool, error) {
-	b, err := readFile(at(m.root, "proc/modules"), maxProc)
+	b, err := sysread.File(at(m.root, "proc/modules"), maxProc)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +94,7 @@ func parseProcModules(s string) (map[string]bool, error) {
 			continue
 		}
 		if len(f) < 3 || !validModName(f[0]) {
-			return nil, fmt.Errorf("line %d: not a module line: %s", i+1, quoteShort(line))
+			return nil, fmt.Errorf("line %d: not a module line: %s", i+1, sysread.QuoteShort(line))
 		}
 		names[modName(f[0])] = true
 	}
@@ -123,11 +124,11 @@ func (m *modules) sysModule(name, file string) bool {
 // parameters, so this catches the rest. Best effort: it can only turn a
 // FAIL into an OK, so a missing list is no error.
 func (m *modules) builtin() map[string]bool {
-	rel, err := readAttr(at(m.root, "proc/sys/kernel/osrelease"))
+	rel, err := sysread.Attr(at(m.root, "proc/sys/kernel/osrelease"))
 	if err != nil || rel == "" || strings.ContainsAny(rel, "/\x00") {
 		return nil
 	}
-	b, err := readFile(at(m.root, "lib/modules", rel, "modules.builtin"), maxProc)
+	b, err := sysread.File(at(m.root, "lib/modules", rel, "modules.builtin"), maxProc)
 	if err != nil {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // defaultMinWait is the least time a mount must have had before "did not
@@ -67,7 +68,7 @@ func (m *mounts) Run(ctx context.Context) []check.Result {
 
 func (m *mounts) table() ([]mountEntry, error) {
 	path := at(m.root, "proc/self/mountinfo")
-	b, err := readFile(path, maxProc)
+	b, err := sysread.File(path, maxProc)
 	if err != nil {
 		return nil, err
 	}
@@ -204,18 +205,18 @@ func writeProbe(dir string) error {
 	name := filepath.Join(dir, fmt.Sprintf(".gpuhc-probe-%d-%016x", os.Getpid(), rand.Uint64()))
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return fmt.Errorf("create probe: %w", bare(err))
+		return fmt.Errorf("create probe: %w", sysread.Bare(err))
 	}
 	_, werr := f.Write([]byte{'x'})
 	cerr := f.Close() // NFS reports deferred write errors here
 	rerr := os.Remove(name)
 	switch {
 	case werr != nil:
-		return fmt.Errorf("write probe: %w", bare(werr))
+		return fmt.Errorf("write probe: %w", sysread.Bare(werr))
 	case cerr != nil:
-		return fmt.Errorf("close probe: %w", bare(cerr))
+		return fmt.Errorf("close probe: %w", sysread.Bare(cerr))
 	case rerr != nil:
-		return fmt.Errorf("remove probe %s: %w", filepath.Base(name), bare(rerr))
+		return fmt.Errorf("remove probe %s: %w", filepath.Base(name), sysread.Bare(rerr))
 	}
 	return nil
 }
@@ -282,11 +283,11 @@ func parseMountLine(line string) (mountEntry, error) {
 		}
 	}
 	if sep < 0 || len(f) < sep+4 {
-		return mountEntry{}, fmt.Errorf("not a mountinfo line: %s", quoteShort(line))
+		return mountEntry{}, fmt.Errorf("not a mountinfo line: %s", sysread.QuoteShort(line))
 	}
 	mp := unescapeOctal(f[4])
 	if !strings.HasPrefix(mp, "/") {
-		return mountEntry{}, fmt.Errorf("mount point %s is not absolute", quoteShort(mp))
+		return mountEntry{}, fmt.Errorf("mount point %s is not absolute", sysread.QuoteShort(mp))
 	}
 	return mountEntry{
 		mountPoint: filepath.Clean(mp),

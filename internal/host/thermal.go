@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // Readings outside this range come from a broken sensor or driver, not
@@ -117,7 +118,7 @@ func (t *thermal) judge(s sensor) check.Result {
 	}
 	mc, err := strconv.ParseInt(s.raw, 10, 64)
 	if err != nil {
-		return errorf(s.component, "reading %s is not a number", quoteShort(s.raw))
+		return errorf(s.component, "reading %s is not a number", sysread.QuoteShort(s.raw))
 	}
 	c := float64(mc) / 1000
 	if c < minPlausibleC || c > maxPlausibleC {
@@ -186,7 +187,7 @@ func listDir(dir, prefix string) ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", dir, bare(err))
+		return nil, fmt.Errorf("list %s: %w", dir, sysread.Bare(err))
 	}
 	var names []string
 	for _, e := range ents {
@@ -238,7 +239,7 @@ func hwmonDevice(root, dir string) ([]sensor, error) {
 	dev := filepath.Base(dir)
 	name := dev
 	for _, f := range []string{"name", "device/name"} {
-		if n, err := readAttr(filepath.Join(dir, f)); err == nil && n != "" {
+		if n, err := sysread.Attr(filepath.Join(dir, f)); err == nil && n != "" {
 			name = n
 			break
 		}
@@ -266,13 +267,13 @@ func tempInputs(dir, name, dev string) ([]sensor, error) {
 			continue
 		}
 		attr := func(s string) string { return filepath.Join(dir, fmt.Sprintf("temp%d_%s", i, s)) }
-		label, err := readAttr(attr("label"))
+		label, err := sysread.Attr(attr("label"))
 		if err != nil || label == "" {
 			label = fmt.Sprintf("temp%d", i)
 		}
 		s := sensor{component: name + "/" + label, name: name, dev: dev, label: label, index: i}
-		s.raw, s.readErr = readAttr(attr("input"))
-		if c, err := readAttr(attr("crit")); err == nil {
+		s.raw, s.readErr = sysread.Attr(attr("input"))
+		if c, err := sysread.Attr(attr("crit")); err == nil {
 			s.crit, s.hasCrit = parseCrit(c)
 		}
 		ss = append(ss, s)
@@ -316,12 +317,12 @@ func zoneSensors(ctx context.Context, root string) ([]sensor, error) {
 // point, the temperature at which the kernel shuts the machine down.
 func zoneSensor(dir string) sensor {
 	zone := filepath.Base(dir)
-	typ, err := readAttr(filepath.Join(dir, "type"))
+	typ, err := sysread.Attr(filepath.Join(dir, "type"))
 	if err != nil || typ == "" {
 		typ = "unknown"
 	}
 	s := sensor{component: zone + "/" + typ, name: typ, dev: zone}
-	s.raw, s.readErr = readAttr(filepath.Join(dir, "temp"))
+	s.raw, s.readErr = sysread.Attr(filepath.Join(dir, "temp"))
 	s.crit, s.hasCrit = criticalTrip(dir)
 	if typ == "x86_pkg_temp" {
 		// The same die as coretemp's package sensor: judged with the
@@ -341,10 +342,10 @@ func criticalTrip(dir string) (float64, bool) {
 		if i < 0 {
 			continue
 		}
-		if typ, err := readAttr(filepath.Join(dir, f)); err != nil || typ != "critical" {
+		if typ, err := sysread.Attr(filepath.Join(dir, f)); err != nil || typ != "critical" {
 			continue
 		}
-		raw, err := readAttr(filepath.Join(dir, fmt.Sprintf("trip_point_%d_temp", i)))
+		raw, err := sysread.Attr(filepath.Join(dir, fmt.Sprintf("trip_point_%d_temp", i)))
 		if err != nil {
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/statefile"
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // countersStateFile keeps each port's error counters for the next run.
@@ -72,23 +73,20 @@ var bootIDRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 
 func (c *countersCheck) bootID() (string, error) {
 	p := filepath.Join(c.root, "proc/sys/kernel/random/boot_id")
-	s, err := readAttr(p)
+	s, err := sysread.Attr(p)
 	if err != nil {
 		return "", err
 	}
 	if !bootIDRe.MatchString(s) {
-		return "", fmt.Errorf("%s: not a boot id: %s", p, quoteShort(s))
+		return "", fmt.Errorf("%s: not a boot id: %s", p, sysread.QuoteShort(s))
 	}
 	return s, nil
 }
 
 func (c *countersCheck) Run(ctx context.Context) []check.Result {
-	all, err := Discover(ctx, c.root)
-	if err != nil {
-		if ctx.Err() != nil {
-			return []check.Result{interrupted(ctx, nameCounters)}
-		}
-		return []check.Result{result(nameCounters, componentHost, check.Error, "cannot list RDMA devices: %s", errText(err))}
+	all, stop, ok := listHCAs(ctx, c.root, nameCounters)
+	if !ok {
+		return []check.Result{stop}
 	}
 	incl := included(all, c.cfg.Exclude)
 	// A virtual device's counters are its physical port's, or its own
@@ -252,7 +250,7 @@ func readCounters(dir string) (map[string]uint64, error) {
 	var errs []error
 	for _, pc := range portCounters {
 		p := filepath.Join(dir, pc.name)
-		s, err := readAttr(p)
+		s, err := sysread.Attr(p)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			continue
@@ -262,7 +260,7 @@ func readCounters(dir string) (map[string]uint64, error) {
 		}
 		n, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: not a count: %s", p, quoteShort(s)))
+			errs = append(errs, fmt.Errorf("%s: not a count: %s", p, sysread.QuoteShort(s)))
 			continue
 		}
 		out[pc.name] = n

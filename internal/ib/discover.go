@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/Mellanox/rdmamap"
+
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // Port is one port of an RDMA device as sysfs shows it. A field that could
@@ -65,7 +67,7 @@ func Discover(ctx context.Context, root string) ([]HCA, error) {
 	if _, err := os.Stat(class); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	} else if err != nil {
-		return nil, fmt.Errorf("stat %s: %w", class, bare(err))
+		return nil, fmt.Errorf("stat %s: %w", class, sysread.Bare(err))
 	}
 	live := filepath.Clean(root) == "/"
 	var names []string
@@ -102,7 +104,7 @@ func Discover(ctx context.Context, root string) ([]HCA, error) {
 func listDevices(class string) ([]string, error) {
 	ents, err := os.ReadDir(class)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", class, bare(err))
+		return nil, fmt.Errorf("read %s: %w", class, sysread.Bare(err))
 	}
 	var names []string
 	for _, e := range ents {
@@ -131,7 +133,7 @@ func readHCA(class, name string, portNames []string) HCA {
 	dev := filepath.Join(class, name)
 	h := HCA{Name: name, PCIAddr: pciAddr(dev)}
 	h.Virtual = h.PCIAddr == "" || isVF(dev)
-	if fw, err := readAttr(filepath.Join(dev, "fw_ver")); err == nil && printableValue(fw) {
+	if fw, err := sysread.Attr(filepath.Join(dev, "fw_ver")); err == nil && printableValue(fw) {
 		h.FW = fw
 	}
 	for _, p := range portNames {
@@ -202,10 +204,10 @@ func readPort(dir string, num int) Port {
 	if p.RateText, p.RateGbps, err = readRate(filepath.Join(dir, "rate")); err != nil {
 		errs = append(errs, err)
 	}
-	if p.LinkLayer, err = readAttr(filepath.Join(dir, "link_layer")); err != nil {
+	if p.LinkLayer, err = sysread.Attr(filepath.Join(dir, "link_layer")); err != nil {
 		errs = append(errs, err)
 	} else if p.LinkLayer != "InfiniBand" && p.LinkLayer != "Ethernet" {
-		errs = append(errs, fmt.Errorf("%s: unknown link layer %s", filepath.Join(dir, "link_layer"), quoteShort(p.LinkLayer)))
+		errs = append(errs, fmt.Errorf("%s: unknown link layer %s", filepath.Join(dir, "link_layer"), sysread.QuoteShort(p.LinkLayer)))
 		p.LinkLayer = ""
 	}
 	p.Netdevs = readNetdevs(filepath.Join(dir, "gid_attrs", "ndevs"))
@@ -221,13 +223,13 @@ var enumRe = regexp.MustCompile(`^[0-9]{1,3}: ([A-Za-z][A-Za-z0-9 _-]{0,39}|<unk
 
 // readEnumAttr reads a "<number>: <name>" attribute and returns the name.
 func readEnumAttr(p string) (string, error) {
-	s, err := readAttr(p)
+	s, err := sysread.Attr(p)
 	if err != nil {
 		return "", err
 	}
 	m := enumRe.FindStringSubmatch(s)
 	if m == nil {
-		return "", fmt.Errorf("%s: not a port state: %s", p, quoteShort(s))
+		return "", fmt.Errorf("%s: not a port state: %s", p, sysread.QuoteShort(s))
 	}
 	return m[1], nil
 }
@@ -235,17 +237,17 @@ func readEnumAttr(p string) (string, error) {
 // readRate reads "400 Gb/sec (4X NDR)" (or "2.5 Gb/sec (1X SDR)", or the
 // bare "0 GB/sec" some kernels write for a link without speed).
 func readRate(p string) (string, float64, error) {
-	s, err := readAttr(p)
+	s, err := sysread.Attr(p)
 	if err != nil {
 		return "", 0, err
 	}
 	f := strings.Fields(s)
 	if len(f) < 2 || !strings.EqualFold(f[1], "Gb/sec") || !printableValue(s) {
-		return "", 0, fmt.Errorf("%s: not a rate: %s", p, quoteShort(s))
+		return "", 0, fmt.Errorf("%s: not a rate: %s", p, sysread.QuoteShort(s))
 	}
 	v, err := strconv.ParseFloat(f[0], 64)
 	if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) || v > 1e6 {
-		return "", 0, fmt.Errorf("%s: not a rate: %s", p, quoteShort(s))
+		return "", 0, fmt.Errorf("%s: not a rate: %s", p, sysread.QuoteShort(s))
 	}
 	return s, v, nil
 }
@@ -256,7 +258,7 @@ func readRate(p string) (string, float64, error) {
 func readNetdevs(dir string) []string {
 	var out []string
 	for i := range maxNetdevIndex {
-		s, err := readAttr(filepath.Join(dir, strconv.Itoa(i)))
+		s, err := sysread.Attr(filepath.Join(dir, strconv.Itoa(i)))
 		if err != nil {
 			break
 		}

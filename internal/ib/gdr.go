@@ -10,6 +10,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/gpu"
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 type gdrCheck struct {
@@ -35,12 +36,12 @@ func (c *gdrCheck) Run(ctx context.Context) []check.Result {
 }
 
 func (c *gdrCheck) judge(ctx context.Context) check.Result {
-	all, err := Discover(ctx, c.root)
+	all, stop, ok := listHCAs(ctx, c.root, nameGDR)
 	switch {
+	case !ok:
+		return stop
 	case ctx.Err() != nil:
 		return interrupted(ctx, nameGDR)
-	case err != nil:
-		return result(nameGDR, componentHost, check.Error, "cannot list RDMA devices: %s", errText(err))
 	}
 	hcas := included(all, c.cfg.Exclude)
 	if len(hcas) == 0 {
@@ -94,7 +95,7 @@ func (c *gdrCheck) loaded(mods []string) (string, error) {
 		}
 	}
 	p := filepath.Join(c.root, "proc/modules")
-	b, err := readFile(p, maxProc)
+	b, err := sysread.File(p, maxProc)
 	if err != nil {
 		return "", err
 	}
@@ -106,7 +107,7 @@ func (c *gdrCheck) loaded(mods []string) (string, error) {
 		case len(f) == 0:
 		case len(f) < 3:
 			if bad == nil {
-				bad = fmt.Errorf("%s line %d: not a module line: %s", p, i+1, quoteShort(line))
+				bad = fmt.Errorf("%s line %d: not a module line: %s", p, i+1, sysread.QuoteShort(line))
 			}
 		default:
 			listed[modName(f[0])] = true

@@ -29,12 +29,9 @@ func NewPort(root string, c config.IB) check.Check {
 func (c *portCheck) Name() string { return namePort }
 
 func (c *portCheck) Run(ctx context.Context) []check.Result {
-	all, err := Discover(ctx, c.root)
-	if err != nil {
-		if ctx.Err() != nil {
-			return []check.Result{interrupted(ctx, namePort)}
-		}
-		return []check.Result{result(namePort, componentHost, check.Error, "cannot list RDMA devices: %s", errText(err))}
+	all, stop, ok := listHCAs(ctx, c.root, namePort)
+	if !ok {
+		return []check.Result{stop}
 	}
 	incl := included(all, c.cfg.Exclude)
 	hcas, virt := physical(incl)
@@ -118,6 +115,19 @@ func unjudgedNote(excluded, virtual int) string {
 		return ""
 	}
 	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// listHCAs starts every ib check's run: the RDMA devices under root, or,
+// when they cannot be listed, the one result check name reports instead.
+func listHCAs(ctx context.Context, root, name string) ([]HCA, check.Result, bool) {
+	all, err := Discover(ctx, root)
+	switch {
+	case err == nil:
+		return all, check.Result{}, true
+	case ctx.Err() != nil:
+		return nil, interrupted(ctx, name), false
+	}
+	return nil, result(name, componentHost, check.Error, "cannot list RDMA devices: %s", errText(err)), false
 }
 
 // noDevices is the SKIP of a node with nothing to judge.

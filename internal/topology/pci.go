@@ -3,23 +3,19 @@ package topology
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
-// maxAttr caps a one-value sysfs attribute read: numa_node is a few
-// bytes, and a garbage tree must not make us read more.
-const maxAttr = 64
-
-// maxList caps a list attribute (a node's cpulist): a machine numbering
-// CPUs round-robin across sockets writes "0,2,4,...", hundreds of bytes;
-// the kernel writes such an attribute into one page.
-const maxList = 4096
+// maxNumber caps a one-number sysfs attribute (numa_node,
+// physical_package_id): a few bytes, and a garbage tree must not make us
+// read more.
+const maxNumber = 64
 
 // maxNUMANode is the kernel's largest node count (NODES_SHIFT 10); a
 // numa_node beyond it is garbage, not a node.
@@ -63,7 +59,7 @@ func locate(root, addr string) device {
 	link := filepath.Join(root, "sys/bus/pci/devices", addr)
 	dir, err := filepath.EvalSymlinks(link)
 	if err != nil {
-		d.err = fmt.Errorf("resolve %s: %w", link, bare(err))
+		d.err = fmt.Errorf("resolve %s: %w", link, sysread.Bare(err))
 		return d
 	}
 	base := filepath.Join(root, "sys/devices")
@@ -112,7 +108,7 @@ func split(rel, addr string) (string, []string, error) {
 // readNUMA reads a device's numa_node: -1 (or no file, as on a kernel
 // without NUMA) is "unknown", which is not an error.
 func readNUMA(path string) (int, error) {
-	s, err := readAttr(path)
+	s, err := sysread.Text(path, maxNumber)
 	if errors.Is(err, fs.ErrNotExist) {
 		return -1, nil
 	}
@@ -121,50 +117,9 @@ func readNUMA(path string) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < -1 || n >= maxNUMANode {
-		return -1, fmt.Errorf("%s: %s is not a NUMA node", path, quoteShort(s))
+		return -1, fmt.Errorf("%s: %s is not a NUMA node", path, sysread.QuoteShort(s))
 	}
 	return n, nil
-}
-
-// readAttr reads a one-line sysfs attribute of at most maxAttr bytes.
-func readAttr(path string) (string, error) { return readCapped(path, maxAttr) }
-
-// readList reads a list attribute such as cpulist, of at most maxList bytes.
-func readList(path string) (string, error) { return readCapped(path, maxList) }
-
-func readCapped(path string, limit int64) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, bare(err))
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, bare(err))
-	}
-	if int64(len(b)) > limit {
-		return "", fmt.Errorf("read %s: larger than %d bytes", path, limit)
-	}
-	return strings.TrimSpace(string(b)), nil
-}
-
-// bare strips an *fs.PathError down to its errno so paths are not repeated.
-func bare(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// quoteShort quotes a garbage value for a message, cut so the message
-// stays short.
-func quoteShort(s string) string {
-	const max = 24
-	if len(s) > max {
-		s = s[:max] + "..."
-	}
-	return strconv.Quote(s)
 }
 
 // cpuListRE is a non-empty cpulist as the kernel writes it: "0-55,112-167".
@@ -215,7 +170,9 @@ func (s *sockets) lookup(node int) int {
 	if node < 0 {
 		return -1
 	}
-	list, err := readList(filepath.Join(s.root, "sys/devices/system/node", fmt.Sprintf("node%d", node), "cpulist"))
+	// A machine numbering CPUs round-robin across sockets writes a
+	// cpulist of "0,2,4,...", hundreds of bytes, still within one page.
+	list, err := sysread.Attr(filepath.Join(s.root, "sys/devices/system/node", fmt.Sprintf("node%d", node), "cpulist"))
 	if err != nil || !cpuListRE.MatchString(list) {
 		return -1
 	}
@@ -225,7 +182,7 @@ func (s *sockets) lookup(node int) int {
 	if err != nil || cpu < 0 {
 		return -1
 	}
-	id, err := readAttr(filepath.Join(s.root, "sys/devices/system/cpu", fmt.Sprintf("cpu%d", cpu), "topology/physical_package_id"))
+	id, err := sysread.Text(filepath.Join(s.root, "sys/devices/system/cpu", fmt.Sprintf("cpu%d", cpu), "topology/physical_package_id"), maxNumber)
 	if err != nil {
 		return -1
 	}

@@ -15,13 +15,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
-	"unicode"
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/ib"
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // name is the check's name in results and drain reasons.
@@ -508,13 +507,5 @@ func errorf(comp string, ids check.IDs, format string, a ...any) check.Result {
 	return result(comp, ids, check.Error, format, a...)
 }
 
-// printable makes text read from sysfs safe for a one-line message.
-func printable(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsPrint(r) {
-			return r
-		}
-		return '?'
-	}, s)
-	return strings.TrimSpace(s)
-}
+// printable is sysread.Printable, applied to every message and component.
+func printable(s string) string { return sysread.Printable(s) }
