@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/gpuhc/gpuhc/internal/pciaddr"
 )
 
 // sensorClass picks the limits a sensor is judged against: CPUs and HCA
@@ -18,9 +20,6 @@ const (
 	classCPU
 	classHCA
 )
-
-// pciAddr is a PCI function address as sysfs names its device directory.
-var pciAddr = regexp.MustCompile(`^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
 
 // rdmaName is what we accept as an RDMA device name in a component.
 var rdmaName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
@@ -88,7 +87,7 @@ func classifyAMD(root, dir string, ss []sensor) {
 // function: the kernel's amd_nb puts node N at device 0x18+N of bus 00
 // ("0000:00:19.3" is node 1, the second socket on Zen), or -1.
 func amdNode(addr string) int {
-	if !pciAddr.MatchString(addr) {
+	if !pciaddr.IsSysfs(addr) {
 		return -1
 	}
 	parts := strings.Split(addr, ":")
@@ -125,7 +124,7 @@ func findHCA(root, dir, name string) (hca, bool) {
 	if !ok {
 		return h, true
 	}
-	if b := filepath.Base(dev); pciAddr.MatchString(b) {
+	if b := filepath.Base(dev); pciaddr.IsSysfs(b) {
 		h.pci = b
 	}
 	// One PCI function carries one RDMA device; listDir sorts, so a

@@ -16,6 +16,7 @@ import (
 
 	"github.com/Mellanox/rdmamap"
 
+	"github.com/gpuhc/gpuhc/internal/pciaddr"
 	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
@@ -148,8 +149,6 @@ func readHCA(class, name string, portNames []string) HCA {
 	return h
 }
 
-var pciRe = regexp.MustCompile(`^[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
-
 // pciAddr finds the PCI function behind a device. The class entry links to
 // .../<pci>/infiniband/<dev>; the device/ link, where present, names the
 // parent directly. Neither is read through, so a fixture's links need not
@@ -158,13 +157,13 @@ func pciAddr(dev string) string {
 	if target, err := os.Readlink(dev); err == nil {
 		parts := strings.Split(filepath.ToSlash(target), "/")
 		if n := len(parts); n >= 3 && parts[n-2] == "infiniband" {
-			if a := strings.ToLower(parts[n-3]); pciRe.MatchString(a) {
+			if a := strings.ToLower(parts[n-3]); pciaddr.IsSysfs(a) {
 				return a
 			}
 		}
 	}
 	if target, err := os.Readlink(filepath.Join(dev, "device")); err == nil {
-		if a := strings.ToLower(path.Base(filepath.ToSlash(target))); pciRe.MatchString(a) {
+		if a := strings.ToLower(path.Base(filepath.ToSlash(target))); pciaddr.IsSysfs(a) {
 			return a
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/pciaddr"
 	"github.com/gpuhc/gpuhc/internal/sysfsfix"
 )
 
@@ -64,7 +65,7 @@ func TestPortHealthy(t *testing.T) {
 			if r.Component != "host" && len(r.Component) > 6 {
 				n++
 			}
-			if r.Component != "host" && !pciRe.MatchString(r.IDs.PCIBusID) {
+			if r.Component != "host" && !pciaddr.IsSysfs(r.IDs.PCIBusID) {
 				t.Errorf("%s: no PCI address in %+v", tc.tree, r)
 			}
 		}

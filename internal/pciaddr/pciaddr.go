@@ -7,9 +7,20 @@ package pciaddr
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 )
+
+// sysfsName is a PCI function as sysfs names its device directory: lower
+// case, a domain of 4 hex digits or more (VMD domains have 5), bus,
+// device, function.
+var sysfsName = regexp.MustCompile(`^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
+
+// IsSysfs reports whether s names a PCI function exactly as sysfs does
+// ("0000:18:00.0"); text read from sysfs must pass it before it is used
+// as an address or in a path.
+func IsSysfs(s string) bool { return sysfsName.MatchString(s) }
 
 // Normalize turns "00000000:4E:00.0" (NVML, CUDA), "0000:4e:00" or
 // "4e:00.0" into "0000:4e:00.0": lower case, the domain with at least 4

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuhc/gpuhc/internal/pciaddr"
 	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
@@ -22,8 +23,6 @@ const maxNumber = 64
 const maxNUMANode = 1 << 10
 
 var (
-	// pciAddrRE is a PCI function address as sysfs names it.
-	pciAddrRE = regexp.MustCompile(`^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
 	// hostBridgeRE is a root complex's directory under /sys/devices.
 	hostBridgeRE = regexp.MustCompile(`^pci[0-9a-f]{4,8}:[0-9a-f]{2}$`)
 )
@@ -52,7 +51,7 @@ type device struct {
 // locate places the PCI device addr ("0000:18:00.0") under root.
 func locate(root, addr string) device {
 	d := device{addr: addr, numa: -1}
-	if !pciAddrRE.MatchString(addr) {
+	if !pciaddr.IsSysfs(addr) {
 		d.err = fmt.Errorf("%q is not a PCI address", addr)
 		return d
 	}
@@ -95,7 +94,7 @@ func split(rel, addr string) (string, []string, error) {
 	}
 	chain := parts[last+1:]
 	for _, p := range chain {
-		if !pciAddrRE.MatchString(p) {
+		if !pciaddr.IsSysfs(p) {
 			return "", nil, fmt.Errorf("%q in %s is not a PCI address", p, rel)
 		}
 	}
