@@ -56,7 +56,9 @@ const (
 	KindAllReduce = "all_reduce" // all_reduce_perf bus bandwidth
 )
 
-// Figure is one measurement, for the event log and metrics. Component is
+// Figure is one measurement as Measure returns it. The results carry the
+// same figures as check.Figure (name the kind, unit "GB/s", floor 0 when
+// not judged), which is what the event log and metrics use. Component is
 // the bare GPU, GPU pair or HCA pair ("gpu0", not its result's
 // "gpu0/h2d"); GBps is in GB/s (ib_write_bw's Gb/s divided by 8); Floor
 // is 0 when not judged.
@@ -204,7 +206,8 @@ func (j judged) verdict() (Figure, check.Result) {
 	if j.counts != "" {
 		v += " " + j.counts
 	}
-	r := check.Result{Component: figureComponent(j.component, j.kind), IDs: j.ids, Status: check.OK, Action: check.ActionNone}
+	r := check.Result{Component: figureComponent(j.component, j.kind), IDs: j.ids, Status: check.OK, Action: check.ActionNone,
+		Figures: []check.Figure{{Name: j.kind, Value: sig6(f.GBps), Unit: "GB/s", Floor: sig6(f.Floor)}}}
 	switch {
 	case j.floor <= 0:
 		r.Message = fmt.Sprintf("%s (%s)", v, j.noFloor)
@@ -219,6 +222,17 @@ func (j judged) verdict() (Figure, check.Result) {
 		}
 	}
 	return f, r
+}
+
+// sig6 keeps six significant digits of a figure for the event log and
+// metrics (52.3846, not 52.38461538461539): more than any copy's timing
+// supports, and never rounds a small figure to 0.
+func sig6(v float64) float64 {
+	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 6, 64), 64)
+	if err != nil {
+		return v
+	}
+	return r
 }
 
 func nonEmpty(ss ...string) []string {

@@ -86,6 +86,24 @@ type Result struct {
 	Message   string `json:"message"`
 	Action    Action `json:"action"`
 	IDs       IDs    `json:"ids"`
+	// Figures are the measured values behind the verdict, for checks that
+	// measure (bandwidth): the message says them for people, these go as
+	// numbers to the event log (kind "measurement") and the metrics
+	// (gpuhc_measurement). Most results have none.
+	Figures []Figure `json:"figures,omitempty"`
+}
+
+// Figure is one measured value, e.g. {Name: "h2d", Value: 52.4, Unit:
+// "GB/s", Floor: 48}.
+type Figure struct {
+	// Name says what was measured, short and stable across runs: it
+	// labels the metric ("h2d", "p2p", "ib_write").
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+	// Floor is the least healthy value, the limit Value was judged
+	// against; 0 when it was not judged (no floor known).
+	Floor float64 `json:"floor,omitempty"`
 }
 
 // Check is one named health check. Run must honour ctx: the runner

@@ -377,6 +377,8 @@ func historyBed(t *testing.T) *bed {
 			Status: "FAIL", Previous: "OK", Message: "/scratch: not mounted", Action: "drain"},
 		events.Event{Time: t0, Kind: "drain", Node: "gpu001", Message: mountReason},
 		events.Event{Time: t0.Add(time.Hour), Kind: "heartbeat", Node: "gpu001", Hours: 24},
+		events.Event{Time: t0.Add(-time.Hour), Kind: "measurement", Node: "gpu001", Check: "bandwidth", Component: "gpu0/h2d",
+			Status: "FAIL", Message: "H2D 31.0 GB/s < floor 48", Name: "h2d", Value: new(31.0), Unit: "GB/s", Floor: 48},
 	)
 	b.logEvents("gpu002",
 		events.Event{Time: t0.Add(-48 * time.Hour), Kind: "transition", Node: "gpu002", Check: "gpu.xid", Component: "gpu3",
@@ -417,6 +419,8 @@ func TestHistory(t *testing.T) {
 		{[]string{"--since", "2026-11-30T10:10:00Z"}, "gpu002/resume"},
 		{[]string{"--until", "2026-11-30"}, "gpu002/transition"},
 		{[]string{"--kind", "heartbeat,resume"}, "gpu002/resume gpu001/heartbeat"},
+		{[]string{"--kind", "measurement"}, "gpu001/measurement"},
+		{[]string{"--check", "bandwidth"}, ""},
 		{[]string{"--last", "1"}, "gpu002/resume"},
 	} {
 		if got := kinds(get(tc.args...)); got != tc.want {

@@ -10,8 +10,8 @@ import (
 
 const historyAbout = `Prints the events of the event logs, oldest first: status transitions,
 drains, resumes, suppressed and skipped drains, job attribution. Daily
-heartbeats are left out unless --kind asks for them. --json prints the
-events as the log has them.`
+heartbeats and bandwidth figures (measurement) are left out unless --kind
+asks for them. --json prints the events as the log has them.`
 
 type historyOpts struct {
 	common
@@ -28,7 +28,7 @@ func (p Program) history(args []string) error {
 	fs.StringVar(&o.check, "check", "", "only this `check` (host.mounts), group (host) or glob (gpu.*)")
 	fs.StringVar(&o.since, "since", "", "only events from `when` on: a duration back (36h, 7d, 2w) or a time (2026-11-30, RFC 3339)")
 	fs.StringVar(&o.until, "until", "", "only events before `when` (same forms as --since)")
-	fs.StringVar(&o.kinds, "kind", "", "only these `kinds`, comma-separated (transition, drain, resume, drain-suppressed, drain-skipped, heartbeat, ...)")
+	fs.StringVar(&o.kinds, "kind", "", "only these `kinds`, comma-separated (transition, drain, resume, drain-suppressed, drain-skipped, heartbeat, measurement, ...)")
 	fs.IntVar(&o.last, "last", 0, "only the last `N` events (0: all)")
 	pos, err := parse(fs, &o.common, args)
 	if err != nil {
@@ -96,7 +96,9 @@ func (o *historyOpts) filter(now time.Time) (func(events.Event) bool, error) {
 		case len(kinds) > 0:
 			return kinds[ev.Kind]
 		}
-		return ev.Kind != events.KindHeartbeat
+		// Heartbeats and figures are the bulk of a log, and tell of no
+		// change to a node.
+		return ev.Kind != events.KindHeartbeat && ev.Kind != events.KindMeasurement
 	}, nil
 }
 

@@ -7,12 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gpuhc/gpuhc/internal/check"
 )
 
 // Kinds of event.
@@ -40,6 +43,12 @@ const (
 	// KindJobLeftover is a GPU process, or GPU memory, a job left behind,
 	// with what the epilog did about it.
 	KindJobLeftover = "job-leftover"
+	// KindMeasurement is one figure a check measured (gpuhc-healthcheck
+	// --deep, the full prolog: bandwidth), with its name, value, unit and
+	// floor, the component it is about and the status it was given. It is
+	// a record of performance over time, not a change of state: the
+	// statistics count no episode from it.
+	KindMeasurement = "measurement"
 )
 
 // Event is one line of the log. Field names are the log's schema: readers
@@ -56,8 +65,8 @@ type Event struct {
 	Message   string    `json:"message,omitempty"`
 	Action    string    `json:"action,omitempty"`
 	Backend   string    `json:"backend,omitempty"`
-	// By is who acted: "healthcheck", "prolog", "epilog", or
-	// "gpuhc-drain:<user>" for an admin.
+	// By is who acted: "healthcheck", "healthcheck --deep", "prolog",
+	// "epilog", or "gpuhc-drain:<user>" for an admin.
 	By string `json:"by,omitempty"`
 	// Hours is the operating time a heartbeat covers.
 	Hours float64 `json:"hours,omitempty"`
@@ -72,9 +81,42 @@ type Event struct {
 	XID int `json:"xid,omitempty"`
 	// Seconds is how long a prolog or epilog run took.
 	Seconds float64 `json:"seconds,omitempty"`
-	JobID   string  `json:"job_id"`
-	BootID  string  `json:"boot_id"`
+	// Name, Value, Unit and Floor are a measurement's figure (check.Figure):
+	// "h2d", 52.4, "GB/s", 48. Value is a pointer so that a measured 0 is
+	// written; Floor is left out when the figure was not judged.
+	Name   string   `json:"name,omitempty"`
+	Value  *float64 `json:"value,omitempty"`
+	Unit   string   `json:"unit,omitempty"`
+	Floor  float64  `json:"floor,omitempty"`
+	JobID  string   `json:"job_id"`
+	BootID string   `json:"boot_id"`
 }
+
+// Measurements makes one measurement event per figure the results carry
+// (check.Result.Figures), each a copy of base (time, node, by, job id,
+// boot id) with the result's check, component, serial, status and
+// message and the figure. Results without figures give none.
+func Measurements(base Event, results []check.Result) []Event {
+	var out []Event
+	for _, r := range results {
+		for _, f := range r.Figures {
+			if !finite(f.Value) || !finite(f.Floor) {
+				// JSON has no NaN: one bad figure would lose the batch.
+				continue
+			}
+			ev := base
+			ev.Kind = KindMeasurement
+			ev.Check, ev.Component, ev.Serial = r.Check, r.Component, r.IDs.Serial
+			ev.Status, ev.Message = r.Status.String(), r.Message
+			v := f.Value
+			ev.Name, ev.Value, ev.Unit, ev.Floor = f.Name, &v, f.Unit, f.Floor
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // Log appends events to one file; an empty Path turns logging off.
 type Log struct {

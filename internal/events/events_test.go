@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gpuhc/gpuhc/internal/check"
 )
 
 func TestAppendConcurrentWritersKeepWholeLines(t *testing.T) {
@@ -122,5 +125,41 @@ func TestAppendAfterTornLine(t *testing.T) {
 	var ev Event
 	if len(lines) != 2 || json.Unmarshal([]byte(lines[1]), &ev) != nil || ev.Kind != KindResume {
 		t.Errorf("event glued to the torn line: %q", b)
+	}
+}
+
+// One measurement event per figure, stamped with the base event; results
+// without figures, and figures JSON cannot hold, give none.
+func TestMeasurements(t *testing.T) {
+	at := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+	base := Event{Time: at, Node: "gpu001", By: "prolog", JobID: "4242", BootID: "b"}
+	results := []check.Result{
+		{Check: "host.cpu", Component: "host", Status: check.OK, Message: "ok"},
+		{Check: "bandwidth", Component: "gpu0/h2d", Status: check.Fail, Message: "H2D 31.0 GB/s < floor 48",
+			IDs: check.IDs{Serial: "SN0"}, Figures: []check.Figure{{Name: "h2d", Value: 31, Unit: "GB/s", Floor: 48}}},
+		{Check: "bandwidth", Component: "gpu0/d2h", Status: check.OK, Message: "D2H 0.0 GB/s (no floor)",
+			Figures: []check.Figure{{Name: "d2h", Value: 0, Unit: "GB/s"}, {Name: "bad", Value: math.NaN(), Unit: "GB/s"},
+				{Name: "bad", Value: 1, Unit: "GB/s", Floor: math.Inf(1)}}},
+	}
+	evs := Measurements(base, results)
+	if len(evs) != 2 {
+		t.Fatalf("%d events: %+v", len(evs), evs)
+	}
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := (Log{Path: path}).Append(context.Background(), evs...); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"time":"2026-11-30T06:00:00Z","kind":"measurement","node":"gpu001","check":"bandwidth","component":"gpu0/h2d","serial":"SN0","status":"FAIL","message":"H2D 31.0 GB/s \u003c floor 48","by":"prolog","name":"h2d","value":31,"unit":"GB/s","floor":48,"job_id":"4242","boot_id":"b"}
+{"time":"2026-11-30T06:00:00Z","kind":"measurement","node":"gpu001","check":"bandwidth","component":"gpu0/d2h","status":"OK","message":"D2H 0.0 GB/s (no floor)","by":"prolog","name":"d2h","value":0,"unit":"GB/s","job_id":"4242","boot_id":"b"}
+`
+	if string(b) != want {
+		t.Errorf("log:\n%s\nwant:\n%s", b, want)
+	}
+	if base.Kind != "" || base.Value != nil {
+		t.Errorf("base changed: %+v", base)
 	}
 }

@@ -751,12 +751,19 @@ func (p *lineParser) fast(b []byte, ev *Event) bool {
 		}
 		i = skipWS(b, i+1)
 		var s []byte
-		if string(key) == "hours" {
+		if k := string(key); k == "hours" || k == "value" || k == "floor" {
 			var f float64
 			if f, i, ok = fastNumber(b, i); !ok {
 				return false
 			}
-			ev.Hours = f
+			switch k {
+			case "hours":
+				ev.Hours = f
+			case "value":
+				ev.Value = &f
+			default:
+				ev.Floor = f
+			}
 		} else if string(key) == "serials" {
 			if i, ok = p.fastStrings(b, i, ev); !ok {
 				return false
@@ -798,6 +805,10 @@ func (p *lineParser) fast(b []byte, ev *Event) bool {
 				ev.Mode = p.intern(s)
 			case "user":
 				ev.User = p.intern(s)
+			case "name":
+				ev.Name = p.intern(s)
+			case "unit":
+				ev.Unit = p.intern(s)
 			case "boot_id":
 				ev.BootID = p.field(fBootID, s)
 			default:

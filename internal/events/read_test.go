@@ -312,7 +312,11 @@ func parseCorpus() []string {
 	hb := Event{Time: time.Date(2025, 3, 4, 5, 6, 7, 890000000, time.FixedZone("", 3600)), Kind: KindHeartbeat, Node: "gpu001", By: "healthcheck", Hours: 23.75, Serials: []string{"1650924012345", "1650924012346"}, BootID: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"}
 	tr := Event{Time: time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC), Kind: KindTransition, Node: "gpu001", Check: "gpu.ecc", Component: "gpu3", Serial: "1650924012345", Status: "FAIL", Previous: "OK", Message: "volatile DBE 2 > 0", Action: "reset-gpu", JobID: "123", BootID: "x"}
 	dr := Event{Time: time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC), Kind: KindDrain, Node: "gpu001", Message: "gpuhc: host.mounts: /scratch: not mounted <&>", Backend: "rest", By: "gpuhc-drain:root"}
-	out := []string{string(lines(hb)), string(lines(tr)), string(lines(dr))}
+	v := 52.3846
+	me := Event{Time: time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC), Kind: KindMeasurement, Node: "gpu001", Check: "bandwidth", Component: "gpu0/h2d", Serial: "1650924012345", Status: "OK", Message: "H2D 52.4 GB/s >= 48", By: "prolog", Name: "h2d", Value: &v, Unit: "GB/s", Floor: 48, JobID: "123", BootID: "x"}
+	zero := 0.0
+	mz := Event{Kind: KindMeasurement, Node: "n", Name: "h2d", Value: &zero, Unit: "GB/s"}
+	out := []string{string(lines(hb)), string(lines(tr)), string(lines(dr)), string(lines(me)), string(lines(mz))}
 	for _, s := range []string{
 		`{}`, ` { } `, `{"time":"2025-01-01T00:00:00Z","kind":"heartbeat","node":"n","hours":24,"serials":[]}`,
 		`{"time":"2025-01-01T00:00:00Z","hours":0}`, `{"hours":-0}`, `{"hours":-1.5e3}`, `{"hours":1e400}`, `{"hours":01}`,
@@ -321,6 +325,7 @@ func parseCorpus() []string {
 		`{"node":"a","node":"b"}`, `{"Node":"a"}`, `{"node":"a\"b"}`, `{"node":"é"}`, "{\"node\":\"a\tb\"}", `{"node":"\u00e9"}`,
 		`{"node":1}`, `{"node":null}`, `{"other":"x"}`, `{"time":"2025-13-01T00:00:00Z"}`, `{"time":"2025-01-01 00:00:00Z"}`,
 		`{"time":null}`, `{"time":"2025-01-01T00:00:00+01:00"}`, `{"node":"a"} x`, `{"node":"a"}}`, `{"node":"a",}`, `{"node" "a"}`,
+		`{"value":1.5,"value":2}`, `{"value":null}`, `{"value":-0}`, `{"value":"1"}`, `{"floor":1e3,"unit":"GB/s","name":"p2p"}`,
 		`[]`, `null`, ``, `{`, `{"node":"a"`, "{\"node\":\"a\"}\r", `{"job_id":"","boot_id":""}`,
 	} {
 		out = append(out, s)

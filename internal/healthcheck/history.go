@@ -106,14 +106,18 @@ func hours(seconds float64) float64 {
 	return math.Round(seconds/3600*1e4) / 1e4
 }
 
-// record keeps the books after a run that is not a dry run: FAIL episode
-// counts, the heartbeat clock and event, the history file, and the
-// metrics file. None of it may change the run's outcome: every failure
-// here is logged, and the exit code and the drain decision (already
-// made) stand.
+// record keeps the books after a run that is not a dry run: the
+// measurement events, FAIL episode counts, the heartbeat clock and
+// event, the history file, and the metrics file. None of it may change
+// the run's outcome: every failure here is logged, and the exit code and
+// the drain decision (already made) stand.
 func (p Program) record(ctx context.Context, log *logrus.Entry, node string, cfg config.Config,
-	timed []check.Timed, results []check.Result, drained bool) {
+	timed []check.Timed, results []check.Result, drained bool, by string) {
 	now := p.now()
+	base := events.Event{Time: now, Node: node, By: by, BootID: events.BootID(cfg.Root)}
+	if err := (events.Log{Path: cfg.Events.File}).Append(ctx, events.Measurements(base, results)...); err != nil {
+		log.WithError(err).Error("measurement events not written")
+	}
 	path := historyFile(cfg.StateDir, node)
 	h, err := loadHistory(path)
 	save := true

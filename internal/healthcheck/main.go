@@ -48,6 +48,7 @@ type options struct {
 	node        string
 	showVersion bool
 	inventory   bool
+	deep        bool
 	simulate    string
 	inject      listFlag
 }
@@ -65,6 +66,12 @@ Runs gpuhc's node health checks (slurmd's HealthCheckProgram). On a failure
 it drains the node with a "gpuhc: <check>: <component>: <message>" reason;
 once the node is healthy again it resumes drains that are its own.
 
+--deep adds the bandwidth measurements ([checks.bandwidth]), which load the
+GPUs for seconds: it is for admins, and slurmd's HealthCheckProgram must
+never run it. Its figures go to the event log ("measurement" events) and
+the metrics (gpuhc_measurement). A drain it makes for bandwidth is not
+resumed by the plain runs, which do not measure: resume it by hand.
+
 Options:
 `
 
@@ -78,6 +85,7 @@ func (p Program) parse() (options, int, error) {
 	fs.StringVar(&o.node, "node", "", "node `name` (default $SLURMD_NODENAME, then the short host name)")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	fs.BoolVar(&o.inventory, "print-inventory", false, "print, for bring-up, the configuration this node satisfies now (GPU count, HCAs and ports, GPU/NIC pairing) and exit")
+	fs.BoolVar(&o.deep, "deep", false, "also run the bandwidth measurements (seconds of GPU load; for admins, not for HealthCheckProgram)")
 	fs.StringVar(&o.simulate, "simulate", "", "run the GPU checks against NVIDIA's simulated `server`: dgxa100, dgxh100, dgxh200 or dgxb200 (fire drills; results and reasons are marked [simulated])")
 	fs.Var(&o.inject, "inject", "with --simulate, inject a fault `gpuN:fault[=value]`, e.g. gpu3:xid=79 (repeatable, or comma-separated)")
 	fs.Usage = func() {

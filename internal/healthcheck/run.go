@@ -59,6 +59,13 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Deadline.Duration)
 	tasks := catalog.Tasks(cfg, env)
+	if o.deep {
+		deep := catalog.Deep(cfg, env)
+		if len(deep) == 0 {
+			fmt.Fprintln(p.Stdout, "--deep: nothing more to run, bandwidth is off ([checks.bandwidth] enabled = false)")
+		}
+		tasks = append(tasks, deep...)
+	}
 	// NVML gets most of the deadline to start, leaving at least 15 s (or
 	// half the deadline) for the checks themselves.
 	runenv.WarmGPUs(ctx, env, tasks, max(cfg.Deadline.Duration-15*time.Second, cfg.Deadline.Duration/2))
@@ -74,7 +81,7 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 	runenv.PrintTable(p.Stdout, node, results, time.Since(start))
 	runenv.LogResults(entry, results)
 
-	return p.finish(entry, node, cfg, timed, results, start)
+	return p.finish(entry, node, cfg, timed, results, start, o.deep)
 }
 
 // stuckAfter is when a lock holder is no longer slow but stuck: every run
@@ -98,7 +105,7 @@ func (p Program) lockHeld(log *logrus.Entry, node string, cfg config.Config, hel
 	}}
 	runenv.PrintTable(p.Stdout, node, results, time.Since(start))
 	runenv.LogResults(log, results)
-	return p.finish(log, node, cfg, nil, results, start)
+	return p.finish(log, node, cfg, nil, results, start, false)
 }
 
 // isHealthcheck reports whether pid is a gpuhc-healthcheck process. The
@@ -111,14 +118,15 @@ func isHealthcheck(root string, pid int) bool {
 }
 
 // finish applies the policy to the results, keeps the books (heartbeat,
-// metrics) unless this is a dry run, and returns the exit code.
-func (p Program) finish(entry *logrus.Entry, node string, cfg config.Config, timed []check.Timed, results []check.Result, start time.Time) int {
+// measurements, metrics) unless this is a dry run, and returns the exit
+// code. deep is a --deep run's.
+func (p Program) finish(entry *logrus.Entry, node string, cfg config.Config, timed []check.Timed, results []check.Result, start time.Time, deep bool) int {
 	code := exitCode(results)
 	// The Slurm calls get whatever is left before the watchdog: a REST call
 	// to a sick slurmctld can take ~10 s before scontrol gets its turn.
 	pctx, pcancel := context.WithDeadline(context.Background(), start.Add(hardLimit(cfg)-2*time.Second))
 	defer pcancel()
-	state, err := p.applyPolicy(pctx, entry, node, cfg, results)
+	state, err := p.applyPolicy(pctx, entry, node, cfg, results, deep)
 	if err != nil {
 		entry.WithError(err).Error("policy could not act; will retry next run")
 		if code == ExitHealthy {
@@ -127,15 +135,29 @@ func (p Program) finish(entry *logrus.Entry, node string, cfg config.Config, tim
 	}
 	if !cfg.Policy.DryRun {
 		// After the policy, so nothing here can delay or change a drain.
-		p.record(pctx, entry, node, cfg, timed, results, state.Drained != nil)
+		by := policy.By
+		if deep {
+			by = deepBy
+		}
+		p.record(pctx, entry, node, cfg, timed, results, state.Drained != nil, by)
 	}
 	return code
 }
 
+// deepBy is who acts, in events and the policy's drain record, for a
+// --deep run.
+const deepBy = "healthcheck --deep"
+
 // applyPolicy drains or resumes as the results require. It returns the
 // policy state as it now stands (what was known before, if it could not
 // act), for the metrics.
-func (p Program) applyPolicy(ctx context.Context, log *logrus.Entry, node string, cfg config.Config, results []check.Result) (policy.State, error) {
+//
+// A --deep run drains as any run, but as a job run does (policy.Job): it
+// never resumes, and its statuses are merged into the plain runs'. Its
+// drain is recorded as deepBy's, not the health check's, so that the
+// plain runs, which do not measure bandwidth, hold a bandwidth drain
+// rather than resume it after resume_after runs that never looked.
+func (p Program) applyPolicy(ctx context.Context, log *logrus.Entry, node string, cfg config.Config, results []check.Result, deep bool) (policy.State, error) {
 	store := policy.NewStore(cfg.StateDir, node)
 	prev, loadErr := store.Load()
 	if loadErr != nil {
@@ -150,6 +172,9 @@ func (p Program) applyPolicy(ctx context.Context, log *logrus.Entry, node string
 	eng := policy.Engine{
 		Node: node, Policy: cfg.Policy, DryRun: cfg.Policy.DryRun, Ctl: ctl,
 		BootID: events.BootID(cfg.Root), StormFile: policy.StormFile(cfg.StateDir), Now: p.now,
+	}
+	if deep {
+		eng.Job = &policy.Job{By: deepBy}
 	}
 	run, applyErr := eng.Apply(ctx, results, prev)
 	runenv.PrintOutcome(p.Stdout, run.Outcome, ctl.Backend(), ctl.Calls(), cfg.Policy.DryRun)

@@ -14,11 +14,21 @@
 //	gpuhc_last_run_timestamp_seconds            gauge, Unix time of the run
 //	gpuhc_drained                               gauge, 1 while gpuhc's health
 //	    check holds this node drained
+//	gpuhc_measurement{check,component,name,unit} gauge, each figure the run
+//	    measured (check.Result.Figures: gpuhc-healthcheck --deep's
+//	    bandwidth, e.g. component="gpu0/h2d",name="h2d",unit="GB/s")
+//	gpuhc_measurement_floor{check,component,name,unit} gauge, the floor
+//	    a figure was judged against, only for figures that have one
+//
+// The two measurement families are written only by a run that measured
+// (a plain run has no figures, and its file has neither family).
 package metrics
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -60,6 +70,8 @@ const (
 	helpFailures = "FAIL episodes per check since gpuhc's state directory was created: a check counts 1 when it reports FAIL after a run of it with no FAIL and no ERROR, however many runs the failure lasts."
 	helpLastRun  = "Unix time at which the last health check run (not a dry run) finished."
 	helpDrained  = "1 while this node is drained by gpuhc's health check (its own drain, per its state file), else 0."
+	helpMeasure  = "Figures measured in the last run (gpuhc-healthcheck --deep: bandwidth), in the unit its label names."
+	helpFloor    = "The floor each measured figure was judged against (below it: FAIL); absent for figures without a floor."
 )
 
 // Format renders the snapshot in the Prometheus text exposition format
@@ -112,6 +124,22 @@ func (s Snapshot) Format() []byte {
 		drained = 1
 	}
 	sample(&b, "gpuhc_drained", drained)
+
+	figures := measurements(s.Results)
+	if len(figures) > 0 {
+		header(&b, "gpuhc_measurement", "gauge", helpMeasure)
+		for _, f := range figures {
+			sample(&b, "gpuhc_measurement", f.Value, f.labels()...)
+		}
+	}
+	if slices.ContainsFunc(figures, func(f measured) bool { return f.Floor > 0 }) {
+		header(&b, "gpuhc_measurement_floor", "gauge", helpFloor)
+		for _, f := range figures {
+			if f.Floor > 0 {
+				sample(&b, "gpuhc_measurement_floor", f.Floor, f.labels()...)
+			}
+		}
+	}
 	return b.Bytes()
 }
 
@@ -142,6 +170,43 @@ func worstPerComponent(results []check.Result) []check.Result {
 	out := make([]check.Result, len(keys))
 	for i, k := range keys {
 		out[i] = worst[k]
+	}
+	return out
+}
+
+// measured is one figure with the result it came from.
+type measured struct {
+	chk, component string
+	check.Figure
+}
+
+func (m measured) labels() []string {
+	return []string{"check", m.chk, "component", m.component, "name", m.Name, "unit", m.Unit}
+}
+
+// measurements lists the results' figures sorted by their labels, one
+// per label set (the first), so that the file stays valid whatever a
+// check reports.
+func measurements(results []check.Result) []measured {
+	type key struct{ chk, component, name, unit string }
+	byKey := map[key]measured{}
+	for _, r := range results {
+		for _, f := range r.Figures {
+			// Keys are the escaped values, as in worstPerComponent.
+			k := key{labelValue(r.Check), labelValue(r.Component), labelValue(f.Name), labelValue(f.Unit)}
+			if _, ok := byKey[k]; !ok {
+				byKey[k] = measured{r.Check, r.Component, f}
+			}
+		}
+	}
+	keys := slices.Collect(maps.Keys(byKey))
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(strings.Compare(a.chk, b.chk), strings.Compare(a.component, b.component),
+			strings.Compare(a.name, b.name), strings.Compare(a.unit, b.unit))
+	})
+	out := make([]measured, len(keys))
+	for i, k := range keys {
+		out[i] = byKey[k]
 	}
 	return out
 }

@@ -206,3 +206,73 @@ func TestEpisodesUpdateCopies(t *testing.T) {
 		t.Errorf("old %+v new %+v", e, n)
 	}
 }
+
+// Figures become gpuhc_measurement, and their floors, where they have
+// one, gpuhc_measurement_floor, with the same labels; a run without
+// figures writes neither family.
+func TestFormatMeasurements(t *testing.T) {
+	fig := func(name string, v, floor float64) []check.Figure {
+		return []check.Figure{{Name: name, Value: v, Unit: "GB/s", Floor: floor}}
+	}
+	s := Snapshot{
+		Results: []check.Result{
+			{Check: "host.cpu", Component: "host", Status: check.OK},
+			{Check: "bandwidth", Component: "gpu1/h2d", Status: check.OK, Figures: fig("h2d", 55.1, 48)},
+			{Check: "bandwidth", Component: "gpu0/h2d", Status: check.Fail, Figures: fig("h2d", 31, 48)},
+			{Check: "bandwidth", Component: "gpu0-gpu1/p2p", Status: check.OK, Figures: fig("p2p", 389.25, 0)},
+			{Check: "bandwidth", Component: "gpu0/d2d", Status: check.Error},
+			// Twice the same label set: one series (the first), the file stays valid.
+			{Check: "bandwidth", Component: "gpu1/h2d", Status: check.OK, Figures: fig("h2d", 1, 2)},
+			{Check: "bandwidth", Component: "odd\"name\n", Status: check.OK, Figures: fig("x\\y", 0, 0)},
+		},
+		LastRun: time.Unix(1700000000, 0),
+	}
+	d := parse(t, s.Format())
+	want := []string{"gpuhc_check_status", "gpuhc_check_duration_seconds", "gpuhc_failures_total",
+		"gpuhc_last_run_timestamp_seconds", "gpuhc_drained", "gpuhc_measurement", "gpuhc_measurement_floor"}
+	if !slices.Equal(d.Order, want) {
+		t.Errorf("families %q", d.Order)
+	}
+	for _, name := range want[5:] {
+		if f := d.Families[name]; f.Type != "gauge" || f.Help == "" {
+			t.Errorf("%s: %+v", name, f)
+		}
+	}
+	for _, c := range []struct {
+		name       string
+		comp, fig  string
+		want       float64
+		wantSample bool
+	}{
+		{"gpuhc_measurement", "gpu0/h2d", "h2d", 31, true},
+		{"gpuhc_measurement", "gpu1/h2d", "h2d", 55.1, true},
+		{"gpuhc_measurement", "gpu0-gpu1/p2p", "p2p", 389.25, true},
+		{"gpuhc_measurement", "odd\"name\n", "x\\y", 0, true},
+		{"gpuhc_measurement_floor", "gpu0/h2d", "h2d", 48, true},
+		{"gpuhc_measurement_floor", "gpu1/h2d", "h2d", 48, true},
+		{"gpuhc_measurement_floor", "gpu0-gpu1/p2p", "p2p", 0, false}, // not judged: no floor
+		{"gpuhc_measurement", "gpu0/d2d", "d2d", 0, false},            // an ERROR has no figure
+	} {
+		v, ok := d.Value(c.name, "check", "bandwidth", "component", c.comp, "name", c.fig, "unit", "GB/s")
+		if ok != c.wantSample || v != c.want {
+			t.Errorf("%s{%s,%s} = %v %v, want %v %v", c.name, c.comp, c.fig, v, ok, c.want, c.wantSample)
+		}
+	}
+	if n, m := len(d.Samples("gpuhc_measurement")), len(d.Samples("gpuhc_measurement_floor")); n != 4 || m != 2 {
+		t.Errorf("%d measurement and %d floor series, want 4 and 2:\n%s", n, m, s.Format())
+	}
+	if string(s.Format()) != string(s.Format()) {
+		t.Error("not deterministic")
+	}
+
+	// Figures without any floor: no floor family at all.
+	s.Results = []check.Result{{Check: "bandwidth", Component: "gpu0/h2d", Status: check.OK, Figures: fig("h2d", 31, 0)}}
+	if d := parse(t, s.Format()); !slices.Equal(d.Order, want[:6]) {
+		t.Errorf("families without floors %q", d.Order)
+	}
+	// A plain run: neither family.
+	s.Results = s.Results[:0]
+	if d := parse(t, s.Format()); !slices.Equal(d.Order, want[:5]) {
+		t.Errorf("families of a plain run %q", d.Order)
+	}
+}

@@ -161,6 +161,8 @@ func run(r *jobrun.Run, mode string, budget time.Duration) int {
 		}
 	}
 	evs := append([]events.Event{}, out.Run.Events...)
+	// The full checks' figures (bandwidth), after the drain like the rest.
+	evs = append(evs, events.Measurements(events.Event{}, results)...)
 	r.Append(append(evs, r.Summary(events.KindProlog, mode, results, out))...)
 
 	fail := out.FailExit(cfg.Policy.DryRun)

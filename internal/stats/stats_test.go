@@ -383,3 +383,35 @@ func TestResumeClosesButDoesNotRearm(t *testing.T) {
 		}
 	}
 }
+
+// Measurement events (bandwidth figures, FAIL ones included) are records
+// of performance, not of state: they open, close and time nothing.
+func TestMeasurementsCountNothing(t *testing.T) {
+	const r = "gpuhc: bandwidth: gpu0/h2d (SN S0): H2D 31.0 GB/s < floor 48"
+	base := []events.Event{
+		hb("n1", 100, 100, "S0"),
+		tr("n1", 10, "bandwidth", "gpu0/h2d", "S0", "", "FAIL"),
+		drain("n1", 10, r),
+		resume("n1", 20, r),
+	}
+	v := 31.0
+	meas := func(h float64, status string) events.Event {
+		return events.Event{Time: at(h), Kind: events.KindMeasurement, Node: "n1", Check: "bandwidth", Component: "gpu0/h2d",
+			Serial: "S0", Status: status, Message: "H2D", Name: "h2d", Value: &v, Unit: "GB/s", Floor: 48}
+	}
+	// Figures before, during and after the episode, and on a node that
+	// has no other event.
+	with := append(append([]events.Event{}, base...), meas(5, "OK"), meas(10, "FAIL"), meas(15, "FAIL"), meas(30, "OK"),
+		events.Event{Time: at(50), Kind: events.KindMeasurement, Node: "n2", Check: "bandwidth", Component: "gpu1/h2d", Status: "FAIL", Name: "h2d", Value: &v})
+	for _, opts := range []Options{{}, {Check: "bandwidth"}, {Since: at(12), Until: at(40)}} {
+		want, got := report(opts, base), report(opts, with)
+		if !reflect.DeepEqual(got, want) {
+			gotJSON, _ := json.Marshal(got)
+			wantJSON, _ := json.Marshal(want)
+			t.Errorf("%+v: measurements changed the report:\n%s\n%s", opts, gotJSON, wantJSON)
+		}
+	}
+	if rep := report(Options{}, with); rep.Fleet.Episodes != 1 {
+		t.Errorf("episodes %d, want 1", rep.Fleet.Episodes)
+	}
+}
