@@ -121,7 +121,7 @@ func (p Program) run(r *jobrun.Run, budget time.Duration) int {
 		fmt.Fprintf(r.P.Stdout, "exit %d (epilog.fail_exit)\n", cfg.Epilog.FailExit)
 		return cfg.Epilog.FailExit
 	case len(out.Worthy) > 0 && !fail:
-		fmt.Fprintln(r.P.Stdout, "drain refused by the storm guard: exit 0")
+		fmt.Fprintf(r.P.Stdout, "%s: exit 0\n", out.ExitNote(cfg.Policy.DryRun))
 	}
 	return jobrun.ExitOK
 }

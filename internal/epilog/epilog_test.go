@@ -3,6 +3,7 @@ package epilog
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,7 +150,7 @@ func TestMemoryErrorsAttributed(t *testing.T) {
 // exit status fail_exit (1), so slurmd's "Epilog error" never replaces it.
 func TestLeftoverDrainsThenExits(t *testing.T) {
 	b, s := jobruntest.NewBed(t, "[epilog]\nleftover = \"drain\"\n"), jobruntest.NewSlurm("gpu001")
-	b.WriteProc(t, 4242, 1001, "python3", "", "")
+	b.WriteProc(t, 4242, 1001, "python3", fmt.Sprintf(v2Job, "4242"), "")
 	var evsAtDrain []events.Event
 	s.OnDrain = func() { evsAtDrain = b.ReadEvents(t) }
 	r := runEpilog(t, b, s, nil, jobruntest.Env("epilog_slurmd", "SLURM_JOB_GPUS", "2"), "--simulate", "dgxh100", "--inject", "gpu2:leftover=4242/2048")
@@ -179,8 +180,8 @@ func TestEpilogDryRunChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.WriteProc(t, 4242, 1001, "python3", "", "")
-	k := &fakeKiller{gone: true}
+	b.WriteProc(t, 4242, 1001, "python3", "", "SLURM_JOB_ID=4242\x00")
+	k := &fakeKiller{}
 	r := runEpilog(t, b, s, k, jobruntest.Env("epilog_slurmd"), "--dry-run", "--simulate", "dgxh100", "--inject", "gpu3:xid=79,gpu2:leftover=4242")
 	if r.code != 0 || !strings.Contains(r.out, "policy (dry run): would-drain") || !strings.Contains(r.out, "would kill pid 4242") ||
 		!strings.Contains(r.out, "dry run: would exit 1") {
@@ -218,5 +219,21 @@ func TestEpilogExitCodes(t *testing.T) {
 				t.Errorf("exit %d, want %d\n%s%s", r.code, tt.want, r.out, r.stderr)
 			}
 		})
+	}
+}
+
+// Review: [policy] drain_on_error, meant for the health check, made the
+// prolog drain the node and requeue the job for an NVML answer slower
+// than its budget, which the job runs soften to ERROR. Neither the prolog
+// nor the epilog drains for an ERROR.
+func TestJobRunsDoNotDrainOnError(t *testing.T) {
+	b, s := jobruntest.NewBed(t, "[policy]\ndrain_on_error = true\n[prolog]\nbudget = \"2s\"\n[epilog]\nbudget = \"2s\"\nkill_grace = \"1s\"\n"), jobruntest.NewSlurm("gpu001")
+	runProlog(t, b, s, "--simulate", "dgxh100", "--inject", "gpu3:hang")
+	r := runEpilog(t, b, s, nil, jobruntest.Env("epilog_slurmd"), "--simulate", "dgxh100", "--inject", "gpu3:hang")
+	if r.code != 0 || !strings.Contains(r.out, "gpu001: ERROR") {
+		t.Errorf("epilog exit %d\n%s%s", r.code, r.out, r.stderr)
+	}
+	if len(s.Calls()) != 0 || s.Current().Drained() {
+		t.Errorf("calls %q, node %+v", s.Calls(), s.Current())
 	}
 }

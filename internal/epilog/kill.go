@@ -7,114 +7,225 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// Killer ends a leftover process of the job's user.
+// Killer ends leftover processes of the job.
 type Killer interface {
-	// Kill sends SIGTERM to pid, then SIGKILL if it is still there after
-	// grace, but only while /proc shows every uid of the process as uid.
-	// gone reports that it no longer runs.
-	Kill(ctx context.Context, pid, uid int, grace time.Duration) (gone bool, err error)
+	// Kill ends procs, all together: SIGTERM to each, one wait of up to
+	// grace for them all, SIGKILL to those left, one wait of up to wait.
+	// Each is signalled only while it is still the process judged (the
+	// Proc given): the same start time, uids and job, as read again once
+	// it is pinned. It returns one outcome per proc, in order.
+	Kill(ctx context.Context, procs []Proc, grace, wait time.Duration) []KillOutcome
 }
 
-// errNotOwner: the pid now belongs to someone else (it was reused).
-var errNotOwner = errors.New("no longer the job user's process")
+// KillResult is what became of one process.
+type KillResult int
 
-// killAfter is how long SIGKILL is given to take effect.
-const killAfter = time.Second
+const (
+	// KillGone: it ended (or was gone before any signal).
+	KillGone KillResult = iota
+	// KillChanged: the pid no longer names the process judged (it
+	// ended and the pid was reused, or its uids or job changed): not
+	// signalled.
+	KillChanged
+	// KillError: it could not be pinned, read again or signalled.
+	KillError
+	// KillAlive: still there when the wait after SIGKILL ended.
+	KillAlive
+)
+
+// KillOutcome is what Kill did with one process.
+type KillOutcome struct {
+	Result KillResult
+	// Err says why, for KillChanged and KillError.
+	Err error
+	// AfterKill is how long a KillAlive process has outlived SIGKILL,
+	// and State its /proc state then ('D': uninterruptible, stuck in the
+	// kernel; 0 unknown).
+	AfterKill time.Duration
+	State     byte
+}
 
 // SysKiller kills real processes, by pid, with signals; never through a
 // shell, never by name. It only works on the real /proc: a fixture root
 // names processes that are not the pids of this host.
 type SysKiller struct{}
 
-// Kill pins the process with a pidfd first (Linux 5.3+), so that the
-// ownership checked is that of the process signalled, even if the pid is
-// reused meanwhile; without pidfds it re-checks and signals by pid.
-func (SysKiller) Kill(ctx context.Context, pid, uid int, grace time.Duration) (bool, error) {
-	if pid <= 1 || uid <= 0 {
-		return false, fmt.Errorf("pid %d uid %d: refusing", pid, uid)
+// target is one process pinned for signals.
+type target struct {
+	i   int // index in procs and outcomes
+	pid int
+	fd  int // pidfd; -1 without pidfds (Linux < 5.3): signals by pid
+}
+
+// Kill pins each process with a pidfd first (Linux 5.3+), then reads it
+// again: a pidfd signals the process it was opened on and no other, and
+// while that process lives its pid names it, so a read that finds the
+// same start time, uids and job is of the process judged, and the
+// signals reach it even if the pid is reused meanwhile. Without pidfds
+// it signals by pid after the same check, which leaves a short window.
+func (SysKiller) Kill(ctx context.Context, procs []Proc, grace, wait time.Duration) []KillOutcome {
+	// Each outcome starts as KillGone, the zero value: a process that
+	// ends during a wait keeps it.
+	out := make([]KillOutcome, len(procs))
+	var pinned []target
+	// Each pidfd is closed here, once, whatever became of its process.
+	defer func() {
+		for _, t := range pinned {
+			if t.fd >= 0 {
+				unix.Close(t.fd)
+			}
+		}
+	}()
+	for i, p := range procs {
+		t, o, ok := pin(i, p)
+		if !ok {
+			out[i] = o
+			continue
+		}
+		pinned = append(pinned, t)
 	}
-	fd, err := unix.PidfdOpen(pid, 0)
+	live := signalAll(pinned, unix.SIGTERM, out)
+	live = waitAll(ctx, live, grace)
+	if len(live) > 0 {
+		live = signalAll(live, unix.SIGKILL, out)
+		sent := time.Now()
+		live = waitAll(ctx, live, wait)
+		for _, t := range live {
+			state, _, _ := readStat(filepath.Join("/proc", strconv.Itoa(t.pid)))
+			out[t.i] = KillOutcome{Result: KillAlive, AfterKill: time.Since(sent), State: state}
+		}
+	}
+	return out
+}
+
+// pin opens a pidfd on p's pid and checks that it is still the process
+// judged. ok false: not to be signalled, and o says why.
+func pin(i int, p Proc) (t target, o KillOutcome, ok bool) {
+	refuse := func(format string, a ...any) (target, KillOutcome, bool) {
+		return target{}, KillOutcome{Result: KillError, Err: fmt.Errorf("refusing: "+format, a...)}, false
+	}
+	// The judge never hands these over; a second guard where it matters.
+	switch {
+	case p.PID <= 1:
+		return refuse("not a user process")
+	case p.UIDs[0] <= 0 || !p.OwnedBy(p.UIDs[0]):
+		return refuse("uids %v: root's, or not all one user's", p.UIDs)
+	case p.JobID == "":
+		return refuse("no job id in its cgroup or environment")
+	case p.StartTime == 0:
+		return refuse("start time unknown")
+	}
+	fd, err := unix.PidfdOpen(p.PID, 0)
 	switch {
 	case errors.Is(err, unix.ESRCH):
-		return true, nil
+		return target{}, KillOutcome{Result: KillGone}, false
 	case errors.Is(err, unix.ENOSYS):
 		fd = -1
 	case err != nil:
-		return false, fmt.Errorf("pidfd_open %d: %w", pid, err)
-	default:
-		defer unix.Close(fd)
+		return target{}, KillOutcome{Result: KillError, Err: fmt.Errorf("pidfd_open: %w", err)}, false
 	}
-	p, err := ReadProc("/", pid)
-	if errors.Is(err, errGone) {
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if !p.OwnedBy(uid) {
-		return false, fmt.Errorf("pid %d (%s, uids %v): %w", pid, p.Comm, p.UIDs, errNotOwner)
-	}
-	signal := func(sig unix.Signal) error {
+	t = target{i: i, pid: p.PID, fd: fd}
+	drop := func(o KillOutcome) (target, KillOutcome, bool) {
 		if fd >= 0 {
-			return unix.PidfdSendSignal(fd, sig, nil, 0)
+			unix.Close(fd)
 		}
-		return unix.Kill(pid, sig)
+		return target{}, o, false
 	}
-	for _, step := range []struct {
-		sig  unix.Signal
-		wait time.Duration
-	}{{unix.SIGTERM, grace}, {unix.SIGKILL, killAfter}} {
-		if err := signal(step.sig); errors.Is(err, unix.ESRCH) {
-			return true, nil
-		} else if err != nil {
-			return false, fmt.Errorf("signal %d to pid %d: %w", step.sig, pid, err)
-		}
-		if waitGone(ctx, fd, pid, step.wait) {
-			return true, nil
-		}
+	q, err := ReadProc("/", p.PID)
+	switch {
+	case errors.Is(err, errGone):
+		return drop(KillOutcome{Result: KillGone})
+	case err != nil:
+		return drop(KillOutcome{Result: KillError, Err: fmt.Errorf("read again: %w", err)})
 	}
-	return false, nil
+	// Read, then still alive: the read was of the pinned process.
+	if ended(t) {
+		return drop(KillOutcome{Result: KillGone})
+	}
+	var why string
+	switch {
+	case q.StartTime != p.StartTime:
+		why = fmt.Sprintf("started at tick %d, judged %d: pid reused", q.StartTime, p.StartTime)
+	case q.UIDs != p.UIDs:
+		why = fmt.Sprintf("uids now %v, judged %v", q.UIDs, p.UIDs)
+	case q.JobID != p.JobID:
+		why = fmt.Sprintf("job now %q, judged %q", q.JobID, p.JobID)
+	}
+	if why != "" {
+		return drop(KillOutcome{Result: KillChanged, Err: errors.New(why)})
+	}
+	return t, KillOutcome{}, true
 }
 
-// waitGone waits up to d for the process to end: readable pidfd, or,
-// without one, a pid that is gone or a zombie.
-func waitGone(ctx context.Context, fd, pid int, d time.Duration) bool {
-	end := time.Now().Add(d)
-	for {
-		if fd >= 0 {
-			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-			if n, err := unix.Poll(fds, 50); err == nil && n > 0 {
-				return true
-			}
+// signalAll sends sig to every target; those that turn out gone, or that
+// cannot be signalled, get their outcome and leave the list.
+func signalAll(ts []target, sig unix.Signal, out []KillOutcome) []target {
+	var live []target
+	for _, t := range ts {
+		var err error
+		if t.fd >= 0 {
+			err = unix.PidfdSendSignal(t.fd, sig, nil, 0)
 		} else {
-			if exited(pid) {
-				return true
-			}
-			time.Sleep(50 * time.Millisecond)
+			err = unix.Kill(t.pid, sig)
 		}
-		if ctx.Err() != nil || time.Now().After(end) {
-			return false
+		switch {
+		case errors.Is(err, unix.ESRCH):
+			out[t.i] = KillOutcome{Result: KillGone}
+		case err != nil:
+			out[t.i] = KillOutcome{Result: KillError, Err: fmt.Errorf("%s: %w", unix.SignalName(sig), err)}
+		default:
+			live = append(live, t)
 		}
 	}
+	return live
+}
+
+// waitAll waits up to d, or until ctx ends, for the targets to end, and
+// returns those still there. A zero d still looks once.
+func waitAll(ctx context.Context, ts []target, d time.Duration) []target {
+	end := time.Now().Add(d)
+	for {
+		var live []target
+		for _, t := range ts {
+			if !ended(t) {
+				live = append(live, t)
+			}
+		}
+		ts = live
+		if len(ts) == 0 || ctx.Err() != nil || !time.Now().Before(end) {
+			return ts
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(min(pollEvery, time.Until(end))):
+		}
+	}
+}
+
+// pollEvery is how often waitAll looks again.
+const pollEvery = 20 * time.Millisecond
+
+// ended: a readable pidfd (the process has exited), or, without one, a
+// pid that is gone or a zombie.
+func ended(t target) bool {
+	if t.fd < 0 {
+		return exited(t.pid)
+	}
+	fds := []unix.PollFd{{Fd: int32(t.fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0
 }
 
 // exited: no /proc entry, or a zombie waiting for its parent.
 func exited(pid int) bool {
-	b, err := readCapped(filepath.Join("/proc", strconv.Itoa(pid), "stat"), maxStatus)
+	state, _, err := readStat(filepath.Join("/proc", strconv.Itoa(pid)))
 	if errors.Is(err, os.ErrNotExist) {
 		return true
 	}
-	if err != nil {
-		return false
-	}
-	// "pid (comm) S ...": the state follows the last ')'.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X')
+	return err == nil && (state == 'Z' || state == 'X')
 }

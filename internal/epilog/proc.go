@@ -22,6 +22,11 @@ type Proc struct {
 	// (task/cgroup: ".../job_123/step_0/...") or its environment
 	// (SLURM_JOB_ID); "" when neither says.
 	JobID string
+	// StartTime is when the process started, in clock ticks after boot
+	// (/proc/<pid>/stat field 22): with the pid, it names one process, so
+	// a pid reused since is told apart. 0 when there is no stat file (a
+	// fixture root without one): such a process is never signalled.
+	StartTime uint64
 }
 
 // UID is the real uid.
@@ -62,6 +67,12 @@ func ReadProc(root string, pid int) (Proc, error) {
 		return Proc{}, fmt.Errorf("%s: %w", filepath.Join(dir, "status"), err)
 	}
 	p.PID = pid
+	switch _, start, err := readStat(dir); {
+	case err == nil:
+		p.StartTime = start
+	case !errors.Is(err, os.ErrNotExist):
+		return Proc{}, err
+	}
 	// Unreadable cgroup or environ files only leave the job unknown.
 	if b, err := readCapped(filepath.Join(dir, "cgroup"), maxCgroup); err == nil {
 		p.JobID = cgroupJob(b)
@@ -72,6 +83,33 @@ func ReadProc(root string, pid int) (Proc, error) {
 		}
 	}
 	return p, nil
+}
+
+// readStat reads the state (R, S, D, Z, ...) and the start time from
+// /proc/<pid>/stat under dir: "pid (comm) state ppid ..." with the start
+// time the 22nd field. comm may hold spaces and parentheses, so the
+// fields are counted from the last ')'.
+func readStat(dir string) (state byte, start uint64, err error) {
+	path := filepath.Join(dir, "stat")
+	b, err := readCapped(path, maxStatus)
+	if err != nil {
+		return 0, 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, 0, fmt.Errorf("%s: no ')' after the command name", path)
+	}
+	// fields[0] is field 3 (the state), so field 22 is fields[19].
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 || len(f[0]) != 1 {
+		return 0, 0, fmt.Errorf("%s: %d fields after the command name, want at least 20", path, len(f))
+	}
+	start, err = strconv.ParseUint(f[19], 10, 64)
+	if err != nil || start == 0 {
+		return 0, 0, fmt.Errorf("%s: start time %q is not a positive number", path, f[19])
+	}
+	return f[0][0], start, nil
 }
 
 func readCapped(path string, max int64) ([]byte, error) {

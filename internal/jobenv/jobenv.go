@@ -8,6 +8,7 @@ package jobenv
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -59,11 +60,17 @@ type Env struct {
 	// NodeListVar the variable it came from.
 	NodeList    string
 	NodeListVar string
-	// GPUs are the job's GPUs as SLURM_JOB_GPUS gives them (the global
-	// indices of the node's GPUs), or, without it, CUDA_VISIBLE_DEVICES
-	// when that holds indices; nil when the job has none or they are
-	// unknown.
+	// GPUs are the job's GPUs as SLURM_JOB_GPUS gives them (Slurm's gres
+	// indices of the node's GPUs, see GPUScope), or, without it,
+	// CUDA_VISIBLE_DEVICES when that holds indices; nil when the job has
+	// none or they are unknown.
 	GPUs []int
+	// GPUUUIDs are the job's GPUs as CUDA_VISIBLE_DEVICES names them by
+	// UUID ("GPU-..."; a MIG device by its parent GPU's), when every item
+	// does; nil otherwise.
+	GPUUUIDs []string
+	// GPUScope says what GPUs and GPUUUIDs are worth: see the constants.
+	GPUScope GPUScope
 	// CUDAVisible is CUDA_VISIBLE_DEVICES as set: indices, or GPU-/MIG-
 	// UUIDs.
 	CUDAVisible []string
@@ -169,27 +176,96 @@ func (e *Env) nodeList(getenv func(string) string) {
 	}
 }
 
+// GPUScope says how much is known of the job's GPUs.
+type GPUScope int
+
+const (
+	// GPUsAll: no job (run by hand: neither SLURM_SCRIPT_CONTEXT nor
+	// SLURM_JOB_ID) and no GPU variable; every GPU counts as the job's.
+	GPUsAll GPUScope = iota
+	// GPUsListed: GPUUUIDs or GPUs name the job's GPUs.
+	GPUsListed
+	// GPUsNone: slurmd ran us and set neither SLURM_JOB_GPUS nor
+	// CUDA_VISIBLE_DEVICES, which it sets whenever the job has a GPU: the
+	// job had none, and no GPU is its.
+	GPUsNone
+	// GPUsUnknown: a GPU variable was set but was refused, or names no GPU
+	// we can find (Slurm's "NoDevFiles", a "MIG-<uuid>"): no GPU can be
+	// called the job's, nor can every one.
+	GPUsUnknown
+)
+
+func (s GPUScope) String() string {
+	switch s {
+	case GPUsAll:
+		return "all (no job)"
+	case GPUsListed:
+		return "listed"
+	case GPUsNone:
+		return "none"
+	}
+	return "unknown"
+}
+
 func (e *Env) gpus(getenv func(string) string) {
-	if v := getenv(VarCUDA); v != "" {
-		ids, ok := splitIDs(v)
-		if ok {
+	cuda, jobGPUs := getenv(VarCUDA), getenv(VarJobGPUs)
+	refused := false
+	if cuda != "" {
+		if ids, ok := splitIDs(cuda); ok {
 			e.CUDAVisible = ids
+			e.GPUUUIDs = uuids(ids)
 		} else {
-			e.problem(VarCUDA, v, "is not a list of GPU indices or UUIDs")
+			e.problem(VarCUDA, cuda, "is not a list of GPU indices or UUIDs")
+			refused = true
 		}
 	}
-	if v := getenv(VarJobGPUs); v != "" {
-		if gpus, ok := indices(strings.Split(v, ",")); ok {
+	if jobGPUs != "" {
+		if gpus, ok := indices(strings.Split(jobGPUs, ",")); ok {
 			e.GPUs = gpus
-			return
+		} else {
+			e.problem(VarJobGPUs, jobGPUs, "is not a list of GPU indices")
+			refused = true
 		}
-		e.problem(VarJobGPUs, v, "is not a list of GPU indices")
-	}
-	// Without SLURM_JOB_GPUS (older Slurm, or no gres), the prolog's
-	// CUDA_VISIBLE_DEVICES holds the same global indices.
-	if gpus, ok := indices(e.CUDAVisible); ok && len(gpus) > 0 {
+	} else if gpus, ok := indices(e.CUDAVisible); ok && len(gpus) > 0 {
+		// Without SLURM_JOB_GPUS (older Slurm), the prolog's
+		// CUDA_VISIBLE_DEVICES holds the same gres indices.
 		e.GPUs = gpus
 	}
+	switch {
+	case cuda == "" && jobGPUs == "" && e.Slurm:
+		e.GPUScope = GPUsNone
+	case cuda == "" && jobGPUs == "":
+		e.GPUScope = GPUsAll
+	case refused:
+		// Whatever the other variable says, an environment we do not
+		// understand names no GPU for sure.
+		e.GPUs, e.GPUUUIDs, e.GPUScope = nil, nil, GPUsUnknown
+	case e.GPUs != nil || e.GPUUUIDs != nil:
+		e.GPUScope = GPUsListed
+	default:
+		e.GPUScope = GPUsUnknown
+	}
+}
+
+// uuids are the GPUs' UUIDs when every item names one: "GPU-<uuid>", or
+// a MIG device in the "MIG-GPU-<uuid>/<gi>/<ci>" form, which names its
+// GPU. The later "MIG-<uuid>" form names only the MIG device: nil.
+func uuids(items []string) []string {
+	var out []string
+	for _, s := range items {
+		if rest, ok := strings.CutPrefix(s, "MIG-"); ok {
+			s, _, ok = strings.Cut(rest, "/")
+			if !ok {
+				return nil
+			}
+		}
+		u, ok := strings.CutPrefix(s, "GPU-")
+		if !ok || u == "" || strings.ContainsFunc(u, func(r rune) bool { return !(r == '-' || unicode.Is(unicode.ASCII_Hex_Digit, r)) }) {
+			return nil
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // indices parses "0,1,7"; false if any item is not an index or there are
@@ -248,16 +324,26 @@ func validName(v string, max int) bool {
 	return true
 }
 
-// HasGPU reports whether the job was given GPU global index i; with no
-// GPU list known, every GPU counts as the job's.
-func (e Env) HasGPU(i int) bool {
-	if e.GPUs == nil {
+// HasGPU reports whether the GPU with gres index index and UUID uuid
+// was given to the job: by UUID where CUDA_VISIBLE_DEVICES names UUIDs
+// (exact), else by index; every GPU when run by hand without a job; none
+// when the job had none or its GPUs are unknown (see GPUScope).
+//
+// index must be the GPU's Slurm gres index, which is what SLURM_JOB_GPUS
+// and the Prolog's and Epilog's CUDA_VISIBLE_DEVICES hold (Slurm's
+// gres_common_prep_set_env writes gres_device->index): the GPU's place
+// in slurmd's list of the node's GPUs. The caller decides how a GPU maps
+// to it (see epilog's gresIndex).
+func (e Env) HasGPU(index int, uuid string) bool {
+	switch e.GPUScope {
+	case GPUsAll:
 		return true
+	case GPUsListed:
+	default:
+		return false
 	}
-	for _, g := range e.GPUs {
-		if g == i {
-			return true
-		}
+	if e.GPUUUIDs != nil {
+		return uuid != "" && slices.ContainsFunc(e.GPUUUIDs, func(u string) bool { return strings.EqualFold(u, uuid) })
 	}
-	return false
+	return slices.Contains(e.GPUs, index)
 }

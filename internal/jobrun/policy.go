@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/check"
@@ -19,18 +20,79 @@ type Outcome struct {
 	// Worthy are the results the policy drains for.
 	Worthy []check.Result
 	Err    error
+	// Spared says why a run whose drain could not be made exits 0 all
+	// the same (see FailExit); "" when it does not.
+	Spared string
 }
 
 // FailExit reports whether the run must exit non-zero: it found a
-// drain-worthy result, and this is not a dry run. The drain with our
-// reason was attempted first (Apply); whether it was made or not (Slurm
-// unreachable), a non-zero exit keeps the job off the node: slurmd then
-// drains with "Prolog error", which does not replace a reason already
-// set. The one exception is a drain the storm guard refused: exiting
-// non-zero would have slurmd drain the node anyway, and with it every
-// node of a fleet failing at once for a shared cause.
+// drain-worthy result, this is not a dry run, and neither the storm
+// guard nor gpuhc's own setup stands in the way. A non-zero exit makes
+// slurmd drain the node itself ("Prolog error", "Epilog error"; it does
+// not replace a reason already set) and requeue the prolog's job. The
+// rule, by what the policy did (Apply):
+//   - drained, or found drained: non-zero. Our reason stays, the job is
+//     requeued.
+//   - the storm guard refused the drain: 0. Exiting non-zero would have
+//     slurmd drain the node anyway, and with it every node of a fleet
+//     failing at once for a shared cause.
+//   - could not act (policy.Failed), because node control could not be
+//     built, Slurm refused our credentials, or a file or program the
+//     [slurm] section names could not be used: 0, with a loud error. That
+//     is a fault of gpuhc's setup, and design.md §2 says a config error
+//     never drains: a bad push of [slurm] that also made a check FAIL on
+//     every node would otherwise drain the fleet through slurmd, past the
+//     storm guard.
+//   - could not act because Slurm was unreachable or failed: the storm
+//     guard's cached count (storm.json) decides, since the guard could not
+//     count afresh. Fresh and at the limit: 0 ("drain suppressed (storm
+//     guard, cached count)"). Otherwise non-zero, so that slurmd's own
+//     drain keeps jobs off a node that failed a check.
 func (o Outcome) FailExit(dry bool) bool {
-	return len(o.Worthy) > 0 && !dry && o.Run.Outcome.Kind != policy.DrainSuppressed
+	return len(o.Worthy) > 0 && !dry && o.Run.Outcome.Kind != policy.DrainSuppressed && o.Spared == ""
+}
+
+// ExitNote says why a run with drain-worthy results exits 0 (not a dry
+// run); "" when FailExit holds.
+func (o Outcome) ExitNote(dry bool) string {
+	switch {
+	case len(o.Worthy) == 0 || dry || o.FailExit(dry):
+		return ""
+	case o.Spared != "":
+		return o.Spared
+	}
+	return "drain refused by the storm guard"
+}
+
+// ourFault reports whether node control failed for a fault of gpuhc's
+// setup rather than of Slurm: credentials refused, a slurmrestd that
+// cannot change nodes with backend "rest", a token file that is unsafe
+// or unreadable, or a file or program the config names (token file,
+// scontrol) that could not be opened or run.
+func ourFault(err error) bool {
+	var pe *fs.PathError
+	var ce *slurm.ConfigError
+	return errors.Is(err, slurm.ErrUnauthorized) || errors.Is(err, slurm.ErrNoNodePost) ||
+		errors.As(err, &pe) || errors.As(err, &ce)
+}
+
+// spare decides, for a drain that could not be made, whether the run
+// exits 0 anyway (see FailExit), and says so.
+func (r *Run) spare(o *Outcome, eng policy.Engine, setup bool) {
+	if len(o.Worthy) == 0 || r.Cfg.Policy.DryRun {
+		return
+	}
+	if setup {
+		o.Spared = "node control unusable, a fault of gpuhc's setup ([slurm]): not leaving the drain to slurmd"
+	} else if detail, ok := eng.CachedRefusal(policy.Reason(o.Worthy)); ok {
+		o.Spared = "drain suppressed (storm guard, cached count): " + detail
+	} else {
+		return
+	}
+	// The watchdog, should it fire now, must not exit non-zero either.
+	r.failing.Store(false)
+	fmt.Fprintf(r.P.Stdout, "policy: %s\n", o.Spared)
+	r.Log.WithError(o.Err).Error(o.Spared)
 }
 
 // Apply runs the policy for a job run: a drain-worthy result drains the
@@ -57,12 +119,12 @@ func (r *Run) Apply(results []check.Result, afterJob bool, budget time.Duration)
 	}
 	ctl, err := r.controller()
 	if err != nil {
-		// Without node control a drain cannot be made; the exit code
-		// still keeps the job off a failing node.
+		// Node control could not even be built: a configuration error.
 		o.Err = fmt.Errorf("node control: %w", err)
 		o.Run = policy.Run{Outcome: policy.Outcome{Kind: policy.Failed, Detail: o.Err.Error()}}
 		runenv.PrintOutcome(r.P.Stdout, o.Run.Outcome, "", 0, r.Cfg.Policy.DryRun)
 		r.Log.WithError(o.Err).Error("policy could not act")
+		r.spare(&o, eng, true)
 		return o
 	}
 	eng.Ctl = ctl
@@ -75,6 +137,9 @@ func (r *Run) Apply(results []check.Result, afterJob bool, budget time.Duration)
 	runenv.LogOutcome(r.Log, o.Run.Outcome, ctl.Backend())
 	if o.Err != nil {
 		r.Log.WithError(o.Err).Error("policy could not act")
+		if o.Run.Outcome.Kind == policy.Failed {
+			r.spare(&o, eng, ourFault(o.Err))
+		}
 	}
 	if r.ReadOnly {
 		return o

@@ -143,13 +143,21 @@ func (e Engine) now() time.Time {
 }
 
 // DrainWorthy returns the results Apply drains for: FAILs, ERRORs with
-// drain_on_error, and in an after-job run (Job.AfterJob) WARNs and FAILs
-// whose action is drain-after-job.
+// drain_on_error (the health check's only), and in an after-job run
+// (Job.AfterJob) WARNs and FAILs whose action is drain-after-job.
+//
+// A job run never drains for an ERROR, whatever drain_on_error says:
+// its budget is seconds, so its ERRORs are mostly time running out (an
+// NVML answer slower than the budget is softened to ERROR for that very
+// reason, see jobrun.Soften), and a prolog that drained for them would
+// take healthy nodes out, and requeue their jobs, at every slow start.
+// The health check, with its 45 s deadline, judges them.
 func (e Engine) DrainWorthy(results []check.Result) []check.Result {
 	var out []check.Result
+	onError := e.Policy.DrainOnError && e.Job == nil
 	for _, r := range results {
 		afterJob := e.Job != nil && e.Job.AfterJob && r.Action == check.ActionDrainAfterJob && (r.Status == check.Warn || r.Status == check.Fail)
-		if r.Status == check.Fail || (e.Policy.DrainOnError && r.Status == check.Error) || afterJob {
+		if r.Status == check.Fail || (onError && r.Status == check.Error) || afterJob {
 			out = append(out, r)
 		}
 	}

@@ -103,6 +103,29 @@ func (e Engine) storm(ctx context.Context, now time.Time) (stormVerdict, error) 
 	return e.judge(c), nil
 }
 
+// CachedRefusal reports whether the storm guard's cached count, fresh
+// (younger than storm_cache, this node's), shows the drain limit reached,
+// so that it would refuse to drain for reason now; detail says so. It
+// reads only storm.json, never Slurm: it is for a job run whose drain
+// could not be made at all (Slurm unreachable), to decide whether its
+// exit status may leave the drain to slurmd (see jobrun.Outcome.FailExit).
+func (e Engine) CachedRefusal(reason string) (detail string, refuse bool) {
+	if !e.stormOn() {
+		return "", false
+	}
+	now := e.now()
+	c, ok := e.cachedCount(now)
+	if !ok {
+		return "", false
+	}
+	v := e.judge(c)
+	if !v.suppress {
+		return "", false
+	}
+	v.cached = true
+	return e.describe(v, reason, now), true
+}
+
 func (e Engine) judge(c stormCount) stormVerdict {
 	limit := stormLimit(e.Policy.MaxDrainedFraction, e.Policy.MaxDrainedNodes, c.Total)
 	return stormVerdict{count: c, limit: limit, suppress: c.Drained+1 > limit}

@@ -527,3 +527,47 @@ func TestStormRecountGivesBackLateDrain(t *testing.T) {
 		t.Errorf("events %s", got)
 	}
 }
+
+// CachedRefusal trusts only a fresh count of this node's that reaches the
+// limit; it never asks Slurm.
+func TestCachedRefusal(t *testing.T) {
+	count := func(node string, drained int, age time.Duration) string {
+		return fmt.Sprintf(`{"node":%q,"drained":%d,"total":100,"time":%q}`, node, drained, t0.Add(-age).Format(time.RFC3339))
+	}
+	tests := []struct {
+		name   string
+		cache  string // storm.json; none when ""
+		mutate func(e *Engine)
+		want   string // detail part; "" for no refusal
+	}{
+		{name: "fresh, at the limit: refuses", cache: count("gpu001", 10, 10*time.Second),
+			want: "10 of 100 nodes already drained by gpuhc (limit 10%, at most 10 nodes), counted 10s ago; not draining: " + xidDrain},
+		{name: "fresh, below the limit", cache: count("gpu001", 9, 10*time.Second)},
+		{name: "stale", cache: count("gpu001", 50, time.Minute)},
+		{name: "another node's", cache: count("gpu002", 50, time.Second)},
+		{name: "no cache"},
+		{name: "guard off", cache: count("gpu001", 50, time.Second), mutate: func(e *Engine) { e.Policy.MaxDrainedFraction, e.Policy.MaxDrainedNodes = 0, 0 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeSlurm{node: idle()}
+			e := engine(f)
+			e.StormFile = StormFile(t.TempDir())
+			if tt.cache != "" {
+				if err := os.WriteFile(e.StormFile, []byte(tt.cache), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.mutate != nil {
+				tt.mutate(&e)
+			}
+			detail, refuse := e.CachedRefusal(xidDrain)
+			if refuse != (tt.want != "") || detail != tt.want {
+				t.Errorf("refuse %v %q, want %q", refuse, detail, tt.want)
+			}
+			if len(f.calls) != 0 {
+				t.Errorf("Slurm calls %q", f.calls)
+			}
+		})
+	}
+}

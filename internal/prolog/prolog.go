@@ -173,7 +173,7 @@ func run(r *jobrun.Run, mode string, budget time.Duration) int {
 		fmt.Fprintf(r.P.Stdout, "exit 1: slurmd requeues job %s\n", orUnknown(r.Job.JobID))
 		return jobrun.ExitFail
 	case len(out.Worthy) > 0:
-		fmt.Fprintln(r.P.Stdout, "drain refused by the storm guard: exit 0, the job runs")
+		fmt.Fprintf(r.P.Stdout, "%s: exit 0, the job runs\n", out.ExitNote(cfg.Policy.DryRun))
 	}
 	return jobrun.ExitOK
 }

@@ -22,6 +22,15 @@ var (
 	ErrNodeNotFound = errors.New("node not found")
 )
 
+// ConfigError is a node-control failure of gpuhc's own setup, not of
+// Slurm: a token file that is missing, unsafe (group- or world-readable,
+// foreign-owned) or unreadable. Callers that must tell "we are broken"
+// from "Slurm is down" (the prolog's exit status) look for it.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
 // Slurm error numbers (slurm_errno.h) that change how we treat an answer.
 const (
 	errnoAuth            = 1007 // SLURM_PROTOCOL_AUTHENTICATION_ERROR

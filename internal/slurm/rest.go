@@ -172,7 +172,7 @@ func (r *REST) loadToken() (string, error) {
 	}
 	tok, err := readToken(r.tokenFile)
 	if err != nil {
-		return "", err
+		return "", &ConfigError{Err: err}
 	}
 	r.token = tok
 	return tok, nil

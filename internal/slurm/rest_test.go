@@ -442,3 +442,19 @@ func equalDurations(a, b []time.Duration) bool {
 	}
 	return true
 }
+
+// An unsafe token file is gpuhc's own fault, not Slurm's: the error says
+// so (ConfigError), which the prolog uses to exit 0 rather than have
+// slurmd drain the node.
+func TestUnsafeTokenIsConfigError(t *testing.T) {
+	tok := writeToken(t, testToken+"\n", 0o640)
+	r, err := NewREST("http://127.0.0.1:1", "slurm", tok, time.Second, 0, testOpts(&noSleep{})...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Node(context.Background(), "gpu001")
+	var ce *ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "group- or world-accessible") {
+		t.Fatalf("err %v, want a ConfigError about the mode", err)
+	}
+}
