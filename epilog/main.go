@@ -4,19 +4,11 @@ package main
 
 import (
 	"os"
-	"time"
 
 	"github.com/gpuhc/gpuhc/internal/epilog"
+	"github.com/gpuhc/gpuhc/internal/runenv"
 )
 
 func main() {
-	os.Exit(epilog.Program{
-		Args:     os.Args[1:],
-		Getenv:   os.Getenv,
-		Hostname: os.Hostname,
-		Stdout:   os.Stdout,
-		Stderr:   os.Stderr,
-		Exit:     os.Exit,
-		Now:      time.Now,
-	}.Main())
+	os.Exit(epilog.Program{Process: runenv.OS()}.Main())
 }

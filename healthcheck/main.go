@@ -3,19 +3,11 @@ package main
 
 import (
 	"os"
-	"time"
 
 	"github.com/gpuhc/gpuhc/internal/healthcheck"
+	"github.com/gpuhc/gpuhc/internal/runenv"
 )
 
 func main() {
-	os.Exit(healthcheck.Program{
-		Args:     os.Args[1:],
-		Getenv:   os.Getenv,
-		Hostname: os.Hostname,
-		Stdout:   os.Stdout,
-		Stderr:   os.Stderr,
-		Exit:     os.Exit,
-		Now:      time.Now,
-	}.Main())
+	os.Exit(healthcheck.Program{Process: runenv.OS()}.Main())
 }

@@ -15,8 +15,6 @@ package epilog
 import (
 	"errors"
 	"fmt"
-	"io"
-	"runtime/debug"
 	"slices"
 	"time"
 
@@ -26,22 +24,16 @@ import (
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/events"
 	"github.com/gpuhc/gpuhc/internal/gpu"
-	"github.com/gpuhc/gpuhc/internal/jobenv"
 	"github.com/gpuhc/gpuhc/internal/jobrecord"
 	"github.com/gpuhc/gpuhc/internal/jobrun"
+	"github.com/gpuhc/gpuhc/internal/runenv"
 	"github.com/gpuhc/gpuhc/internal/slurm"
 	"github.com/gpuhc/gpuhc/internal/xid"
 )
 
 // Program is what the process gives the epilog.
 type Program struct {
-	Args     []string
-	Getenv   func(string) string
-	Hostname func() (string, error)
-	Stdout   io.Writer
-	Stderr   io.Writer
-	Exit     func(int)
-	Now      func() time.Time
+	runenv.Process
 	// Controller replaces node control built from the config (tests).
 	Controller func(config.Slurm, logrus.FieldLogger) (slurm.Controller, error)
 	// Kill replaces SysKiller (tests). Processes are only ever killed on
@@ -63,30 +55,14 @@ resumes a node.
 Options:
 `
 
-// Main runs the epilog and returns the exit code.
-func (p Program) Main() (code int) {
-	job := jobenv.Parse(p.Getenv)
-	defer func() {
-		if r := recover(); r != nil {
-			fmt.Fprintf(p.Stderr, "gpuhc-epilog: internal error: %v\n%s", r, debug.Stack())
-			code = jobrun.ExitInternal
-			if job.Slurm {
-				code = jobrun.ExitOK
-			}
-		}
-	}()
+// Main runs the epilog and returns the exit code (see jobrun.Program.Main).
+func (p Program) Main() int {
 	jp := jobrun.Program{
 		Name: "gpuhc-epilog", By: "epilog", Usage: usage,
-		Args: p.Args, Getenv: p.Getenv, Hostname: p.Hostname, Stdout: p.Stdout, Stderr: p.Stderr,
-		Exit: p.Exit, Now: p.Now, Controller: p.Controller,
+		Process: p.Process, Controller: p.Controller,
 	}
 	budget := func(cfg config.Config) time.Duration { return cfg.Epilog.Budget.Duration }
-	r, code, ok := jp.Begin(budget)
-	if !ok {
-		return code
-	}
-	defer r.Close()
-	return p.run(r, budget(r.Cfg))
+	return jp.Main(budget, func(r *jobrun.Run) int { return p.run(r, budget(r.Cfg)) })
 }
 
 func (p Program) run(r *jobrun.Run, budget time.Duration) int {

@@ -14,6 +14,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/jobrecord"
 	"github.com/gpuhc/gpuhc/internal/jobrun/jobruntest"
 	"github.com/gpuhc/gpuhc/internal/prolog"
+	"github.com/gpuhc/gpuhc/internal/runenv"
 )
 
 type outcome struct {
@@ -25,9 +26,11 @@ func runEpilog(t *testing.T, b jobruntest.Bed, s *jobruntest.Slurm, k Killer, ge
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := Program{
-		Args: append([]string{"--config", b.Config}, args...), Getenv: getenv,
-		Hostname: func() (string, error) { return "", errors.New("no host name in tests") },
-		Stdout:   &out, Stderr: &errb, Exit: func(c int) { t.Fatalf("watchdog fired with %d", c) },
+		Process: runenv.Process{
+			Args: append([]string{"--config", b.Config}, args...), Getenv: getenv,
+			Hostname: func() (string, error) { return "", errors.New("no host name in tests") },
+			Stdout:   &out, Stderr: &errb, Exit: func(c int) { t.Fatalf("watchdog fired with %d", c) },
+		},
 		Controller: s.Controller, Kill: k,
 	}.Main()
 	return outcome{code, out.String(), errb.String()}
@@ -37,9 +40,11 @@ func runProlog(t *testing.T, b jobruntest.Bed, s *jobruntest.Slurm, args ...stri
 	t.Helper()
 	var out bytes.Buffer
 	code := prolog.Program{
-		Args: append([]string{"--config", b.Config}, args...), Getenv: jobruntest.Env("prolog_slurmd"),
-		Hostname: func() (string, error) { return "", errors.New("no host name") },
-		Stdout:   &out, Stderr: &out, Exit: func(c int) { t.Fatalf("watchdog fired with %d", c) },
+		Process: runenv.Process{
+			Args: append([]string{"--config", b.Config}, args...), Getenv: jobruntest.Env("prolog_slurmd"),
+			Hostname: func() (string, error) { return "", errors.New("no host name") },
+			Stdout:   &out, Stderr: &out, Exit: func(c int) { t.Fatalf("watchdog fired with %d", c) },
+		},
 		Controller: s.Controller,
 	}.Main()
 	if code != 0 {
@@ -50,11 +55,11 @@ func runProlog(t *testing.T, b jobruntest.Bed, s *jobruntest.Slurm, args ...stri
 func runHealthcheck(t *testing.T, b jobruntest.Bed, args ...string) string {
 	t.Helper()
 	var out bytes.Buffer
-	healthcheck.Program{
+	healthcheck.Program{Process: runenv.Process{
 		Args: append([]string{"--config", b.Config}, args...), Getenv: func(k string) string { return map[string]string{"SLURMD_NODENAME": "gpu001"}[k] },
 		Hostname: func() (string, error) { return "", errors.New("no host name") },
 		Stdout:   &out, Stderr: &out, Exit: func(c int) { t.Fatalf("watchdog fired with %d", c) },
-	}.Main()
+	}}.Main()
 	return out.String()
 }
 

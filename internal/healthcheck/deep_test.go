@@ -3,83 +3,34 @@
 package healthcheck
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/gpuhc/gpuhc/internal/events"
+	"github.com/gpuhc/gpuhc/internal/jobrun/jobruntest"
 )
-
-// fakeCUDA builds internal/bandwidth's fake CUDA driver (host memcpy
-// behind the driver API, testdata/fakecuda.c there) with gcc, for runs
-// that measure bandwidth on a machine without a GPU.
-func fakeCUDA(t *testing.T) string {
-	t.Helper()
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("gcc not found: cannot build the fake libcuda")
-	}
-	lib := filepath.Join(t.TempDir(), "libfakecuda.so.1")
-	src := filepath.Join("..", "bandwidth", "testdata", "fakecuda.c")
-	if out, err := exec.Command(gcc, "-shared", "-fPIC", "-Wall", "-Werror", "-o", lib, src).CombinedOutput(); err != nil {
-		t.Fatalf("building the fake libcuda: %v\n%s", err, out)
-	}
-	for _, k := range []string{"FAKECUDA_DEVICES", "FAKECUDA_NAME", "FAKECUDA_FAIL", "FAKECUDA_HANG",
-		"FAKECUDA_GBPS", "FAKECUDA_GBPS_ON", "FAKECUDA_NOPEER"} {
-		t.Setenv(k, "")
-	}
-	t.Setenv("FAKECUDA_DEVICES", "2")
-	return lib
-}
 
 // deepBed is a healthy bed whose bandwidth check measures the fake
 // driver's two GPUs, judged (but for P2P) against a floor of 0.2 GB/s.
 func deepBed(t *testing.T) bed {
 	t.Helper()
-	lib := fakeCUDA(t)
+	lib := jobruntest.FakeCUDA(t)
 	b := newBed(t, nvidiaLoaded, `"nvidia"`)
 	f, err := os.OpenFile(b.cfg, os.O_APPEND|os.O_WRONLY, 0)
 	must(t, err)
-	_, err = fmt.Fprintf(f, `[checks.bandwidth]
-libcuda = %q
-size = "4MiB"
-iterations = 2
-[[checks.bandwidth.floor]]
-model = "Fake GPU"
-h2d_gbps = 0.2
-d2h_gbps = 0.2
-d2d_gbps = 0.2
-p2p_gbps = 0.0
-`, lib)
+	_, err = fmt.Fprint(f, jobruntest.FakeCUDAConfig(lib))
 	must(t, errors.Join(err, f.Close()))
 	return b
 }
 
 func (b bed) events(t *testing.T) []events.Event {
 	t.Helper()
-	f, err := os.Open(filepath.Join(b.dir, "events.jsonl"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	must(t, err)
-	defer f.Close()
-	var out []events.Event
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var ev events.Event
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			t.Fatalf("event log line %q: %v", sc.Text(), err)
-		}
-		out = append(out, ev)
-	}
-	return out
+	return jobruntest.ReadEventLog(t, filepath.Join(b.dir, "events.jsonl"))
 }
 
 func measurementEvents(evs []events.Event) map[string]events.Event {

@@ -10,5 +10,5 @@ import (
 // --simulate, one of NVIDIA's simulated servers with its faults (shared
 // with gpuhc-prolog and gpuhc-epilog in runenv).
 func checkEnv(cfg config.Config, o options) (catalog.Env, error) {
-	return runenv.Checks(cfg, o.simulate, o.inject, cfg.Policy.DryRun)
+	return runenv.Checks(cfg, o.Simulate, o.Inject, cfg.Policy.DryRun)
 }

@@ -113,7 +113,7 @@ func hours(seconds float64) float64 {
 // the drain decision (already made) stand.
 func (p Program) record(ctx context.Context, log *logrus.Entry, node string, cfg config.Config,
 	timed []check.Timed, results []check.Result, drained bool, by string) {
-	now := p.now()
+	now := p.Clock()
 	base := events.Event{Time: now, Node: node, By: by, BootID: events.BootID(cfg.Root)}
 	if err := (events.Log{Path: cfg.Events.File}).Append(ctx, events.Measurements(base, results)...); err != nil {
 		log.WithError(err).Error("measurement events not written")
@@ -178,11 +178,4 @@ func (p Program) heartbeat(ctx context.Context, log *logrus.Entry, node string, 
 		}
 	}
 	return true
-}
-
-func (p Program) now() time.Time {
-	if p.Now != nil {
-		return p.Now()
-	}
-	return time.Now()
 }

@@ -36,10 +36,10 @@ func (p Program) printInventory(node string, cfg config.Config, o options) int {
 		return ExitInternal
 	}
 	sim := ""
-	if o.simulate != "" {
-		sim = fmt.Sprintf(" (GPUs simulated: %s)", o.simulate)
+	if o.Simulate != "" {
+		sim = fmt.Sprintf(" (GPUs simulated: %s)", o.Simulate)
 	}
-	fmt.Fprintf(p.Stdout, "# gpuhc inventory of %s at %s%s.\n", node, p.now().UTC().Format(time.RFC3339), sim)
+	fmt.Fprintf(p.Stdout, "# gpuhc inventory of %s at %s%s.\n", node, p.Clock().UTC().Format(time.RFC3339), sim)
 	fmt.Fprintf(p.Stdout, "# Check it, then paste it into %s (or, as [host.checks...] tables,\n", config.DefaultPath)
 	fmt.Fprintf(p.Stdout, "# into a [[host]] section matching the nodes of this shape).\n\n%s", frag)
 	return ExitHealthy

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/runenv"
 	"github.com/gpuhc/gpuhc/internal/sysfsfix"
 )
 
@@ -17,13 +18,13 @@ import (
 func runProgram(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	p := Program{
+	p := Program{Process: runenv.Process{
 		Args:     args,
 		Getenv:   func(k string) string { return map[string]string{"SLURMD_NODENAME": "gpu007"}[k] },
 		Hostname: func() (string, error) { return "", errors.New("no host name in tests") },
 		Stdout:   &out, Stderr: &errb,
 		Exit: func(c int) { t.Fatalf("watchdog fired with %d", c) },
-	}
+	}}
 	return p.Main(), out.String(), errb.String()
 }
 

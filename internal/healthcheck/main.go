@@ -7,14 +7,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/config"
-	"github.com/gpuhc/gpuhc/internal/slurm"
+	"github.com/gpuhc/gpuhc/internal/runenv"
 	"github.com/gpuhc/gpuhc/internal/version"
 )
 
@@ -26,38 +24,18 @@ const (
 	ExitInternal = 3
 )
 
-// Program is what the process gives the health check.
+// Program is what the process gives the health check. Its Exit is called
+// by the watchdog if a run overstays.
 type Program struct {
-	Args     []string
-	Getenv   func(string) string
-	Hostname func() (string, error)
-	Stdout   io.Writer
-	Stderr   io.Writer
-	// Exit is called by the watchdog if a run overstays; os.Exit in main.
-	Exit func(int)
-	// Now is the clock for the policy, events, heartbeats and metrics;
-	// time.Now in main, and when nil.
-	Now func() time.Time
+	runenv.Process
 }
 
+// options are the common flags and the health check's own.
 type options struct {
-	configPath  string
-	explicit    bool
-	checkConfig bool
-	dryRun      bool
-	node        string
-	showVersion bool
-	inventory   bool
-	deep        bool
-	simulate    string
-	inject      listFlag
+	runenv.Flags
+	inventory bool
+	deep      bool
 }
-
-// listFlag collects a repeatable flag.
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 const usage = `Usage: gpuhc-healthcheck [options]
        gpuhc-healthcheck --check-config [FILE]
@@ -75,46 +53,16 @@ resumed by the plain runs, which do not measure: resume it by hand.
 Options:
 `
 
-func (p Program) parse() (options, int, error) {
+const exitStatus = "\nExit status: 0 healthy or WARN, 1 FAIL, 2 usage or configuration error,\n3 internal error, a check could not run, or another run is in progress.\n"
+
+func (p Program) parse() (options, error) {
 	var o options
-	fs := flag.NewFlagSet("gpuhc-healthcheck", flag.ContinueOnError)
-	fs.SetOutput(p.Stderr)
-	fs.StringVar(&o.configPath, "config", config.DefaultPath, "configuration `file`")
-	fs.BoolVar(&o.checkConfig, "check-config", false, "validate the configuration (optionally FILE) and exit 0 or 2")
-	fs.BoolVar(&o.dryRun, "dry-run", false, "run the checks and print what would be done, changing nothing")
-	fs.StringVar(&o.node, "node", "", "node `name` (default $SLURMD_NODENAME, then the short host name)")
-	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	fs := runenv.NewFlagSet("gpuhc-healthcheck", p.Stderr, usage, exitStatus)
+	o.Register(fs, "run the checks and print what would be done, changing nothing", "gpu3:xid=79")
 	fs.BoolVar(&o.inventory, "print-inventory", false, "print, for bring-up, the configuration this node satisfies now (GPU count, HCAs and ports, GPU/NIC pairing) and exit")
 	fs.BoolVar(&o.deep, "deep", false, "also run the bandwidth measurements (seconds of GPU load; for admins, not for HealthCheckProgram)")
-	fs.StringVar(&o.simulate, "simulate", "", "run the GPU checks against NVIDIA's simulated `server`: dgxa100, dgxh100, dgxh200 or dgxb200 (fire drills; results and reasons are marked [simulated])")
-	fs.Var(&o.inject, "inject", "with --simulate, inject a fault `gpuN:fault[=value]`, e.g. gpu3:xid=79 (repeatable, or comma-separated)")
-	fs.Usage = func() {
-		fmt.Fprint(p.Stderr, usage)
-		fs.PrintDefaults()
-		fmt.Fprint(p.Stderr, "\nExit status: 0 healthy or WARN, 1 FAIL, 2 usage or configuration error,\n3 internal error, a check could not run, or another run is in progress.\n")
-	}
-	if err := fs.Parse(p.Args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, ExitHealthy, err
-		}
-		return o, ExitUsage, err
-	}
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "config" {
-			o.explicit = true
-		}
-	})
-	rest := fs.Args()
-	if o.checkConfig && len(rest) == 1 {
-		o.configPath, o.explicit, rest = rest[0], true, nil
-	}
-	if len(rest) > 0 {
-		return o, ExitUsage, fmt.Errorf("unexpected argument %q", rest[0])
-	}
-	if len(o.inject) > 0 && o.simulate == "" {
-		return o, ExitUsage, errors.New("--inject needs --simulate")
-	}
-	return o, 0, nil
+	err := o.Parse(fs, p.Args)
+	return o, err
 }
 
 // Main runs the program and returns the exit code. A panic is a bug of
@@ -127,36 +75,37 @@ func (p Program) Main() (code int) {
 			code = ExitInternal
 		}
 	}()
-	o, code, err := p.parse()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: %v (see --help)\n", err)
-		}
-		return code
+	o, err := p.parse()
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitHealthy
 	}
-	if o.showVersion {
+	if err != nil {
+		fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: %v (see --help)\n", err)
+		return ExitUsage
+	}
+	if o.ShowVersion {
 		fmt.Fprintln(p.Stdout, version.String("gpuhc-healthcheck"))
 		return ExitHealthy
 	}
-	node, err := p.nodeName(o.node)
+	node, err := runenv.NodeName(o.Node, p.Getenv("SLURMD_NODENAME"), p.Hostname)
 	if err != nil {
 		fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: %v\n", err)
 		return ExitUsage
 	}
-	cfg, err := config.LoadOrDefault(o.configPath, node, o.explicit)
+	cfg, err := config.LoadOrDefault(o.ConfigPath, node, o.Explicit)
 	if err != nil {
 		// A broken config must never drain: say so loudly and stop here.
 		fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: configuration error, nothing checked, node left alone: %v\n", err)
 		return ExitUsage
 	}
-	if o.checkConfig {
-		fmt.Fprintf(p.Stdout, "configuration OK: %s (node %s)\n", describe(o.configPath, o.explicit), node)
+	if o.CheckConfig {
+		fmt.Fprintf(p.Stdout, "configuration OK: %s (node %s)\n", describe(o.ConfigPath, o.Explicit), node)
 		return ExitHealthy
 	}
 	if o.inventory {
 		return p.printInventory(node, cfg, o)
 	}
-	if o.dryRun {
+	if o.DryRun {
 		cfg.Policy.DryRun = true
 	}
 	return p.run(node, cfg, o)
@@ -167,26 +116,6 @@ func describe(path string, explicit bool) string {
 		return path + " absent, built-in defaults"
 	}
 	return path
-}
-
-// nodeName follows slurmd: SLURMD_NODENAME is the Slurm name, which may
-// differ from the host name on multi-slurmd test beds.
-func (p Program) nodeName(flagNode string) (string, error) {
-	name := flagNode
-	if name == "" {
-		name = p.Getenv("SLURMD_NODENAME")
-	}
-	if name == "" {
-		h, err := p.Hostname()
-		if err != nil {
-			return "", fmt.Errorf("no --node, no SLURMD_NODENAME and no host name: %w", err)
-		}
-		name, _, _ = strings.Cut(h, ".")
-	}
-	if err := slurm.ValidateName(name); err != nil {
-		return "", fmt.Errorf("node name: %w", err)
-	}
-	return name, nil
 }
 
 // watchdog ends the process shortly before slurmd's 60 s kill would, so a

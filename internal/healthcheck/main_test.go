@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/lock"
 	"github.com/gpuhc/gpuhc/internal/metrics/promtest"
+	"github.com/gpuhc/gpuhc/internal/runenv"
 )
 
 // bed is a node in a temp dir: a fixture root, a config, and a stand-in
@@ -106,13 +107,13 @@ func (b bed) run(t *testing.T, args ...string) (int, string, string) {
 func (b bed) runAt(t *testing.T, now time.Time, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	p := Program{
+	p := Program{Process: runenv.Process{
 		Args:     append([]string{"--config", b.cfg}, args...),
 		Getenv:   func(k string) string { return map[string]string{"SLURMD_NODENAME": "gpu007"}[k] },
 		Hostname: func() (string, error) { return "", errors.New("no host name in tests") },
 		Stdout:   &out, Stderr: &errb,
 		Exit: func(c int) { t.Fatalf("watchdog fired with %d", c) },
-	}
+	}}
 	if !now.IsZero() {
 		p.Now = func() time.Time { return now }
 	}

@@ -71,12 +71,12 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 	runenv.WarmGPUs(ctx, env, tasks, max(cfg.Deadline.Duration-15*time.Second, cfg.Deadline.Duration/2))
 	timed := check.Run(ctx, tasks)
 	cancel()
-	if o.simulate != "" {
+	if o.Simulate != "" {
 		runenv.MarkSimulated(timed)
 	}
 	results := check.Flatten(timed)
-	if o.simulate != "" {
-		fmt.Fprintf(p.Stdout, "SIMULATED %s: GPU results come from NVIDIA's simulated server, not this node's GPUs\n", o.simulate)
+	if o.Simulate != "" {
+		fmt.Fprintf(p.Stdout, "SIMULATED %s: GPU results come from NVIDIA's simulated server, not this node's GPUs\n", o.Simulate)
 	}
 	runenv.PrintTable(p.Stdout, node, results, time.Since(start))
 	runenv.LogResults(entry, results)
@@ -171,7 +171,7 @@ func (p Program) applyPolicy(ctx context.Context, log *logrus.Entry, node string
 	}
 	eng := policy.Engine{
 		Node: node, Policy: cfg.Policy, DryRun: cfg.Policy.DryRun, Ctl: ctl,
-		BootID: events.BootID(cfg.Root), StormFile: policy.StormFile(cfg.StateDir), Now: p.now,
+		BootID: events.BootID(cfg.Root), StormFile: policy.StormFile(cfg.StateDir), Now: p.Clock,
 	}
 	if deep {
 		eng.Job = &policy.Job{By: deepBy}

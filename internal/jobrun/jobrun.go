@@ -20,7 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -55,86 +55,29 @@ type Program struct {
 	// Flags registers the program's own flags, if any.
 	Flags func(*flag.FlagSet)
 
-	Args     []string
-	Getenv   func(string) string
-	Hostname func() (string, error)
-	Stdout   io.Writer
-	Stderr   io.Writer
-	// Exit ends the process from the watchdog; os.Exit in main.
-	Exit func(int)
-	// Now is the clock for the policy and events; time.Now when nil.
-	Now func() time.Time
+	runenv.Process
 	// Controller builds node control; slurm.New when nil. Tests record
 	// calls with a fake.
 	Controller func(config.Slurm, logrus.FieldLogger) (slurm.Controller, error)
 }
 
-// Options are the common flags.
-type Options struct {
-	ConfigPath  string
-	Explicit    bool
-	CheckConfig bool
-	DryRun      bool
-	Node        string
-	ShowVersion bool
-	Simulate    string
-	Inject      []string
-}
+const exitStatus = "\nExit status under slurmd: 1 after a FAIL (the node drained with our reason\nfirst), else 0. By hand: 0 healthy, WARN or ERROR, 1 FAIL, 2 usage or\nconfiguration error, 3 internal error.\n"
 
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
-
-func (p Program) parse() (Options, int, error) {
-	var o Options
-	var inject listFlag
-	fs := flag.NewFlagSet(p.Name, flag.ContinueOnError)
-	fs.SetOutput(p.Stderr)
-	fs.StringVar(&o.ConfigPath, "config", config.DefaultPath, "configuration `file`")
-	fs.BoolVar(&o.CheckConfig, "check-config", false, "validate the configuration (optionally FILE) and exit 0 or 2")
-	fs.BoolVar(&o.DryRun, "dry-run", false, "run the checks and print what would be done; drain nothing, save nothing, exit 0")
-	fs.StringVar(&o.Node, "node", "", "node `name` (default $SLURMD_NODENAME, then the short host name)")
-	fs.BoolVar(&o.ShowVersion, "version", false, "print the version and exit")
-	fs.StringVar(&o.Simulate, "simulate", "", "run the GPU checks against NVIDIA's simulated `server`: dgxa100, dgxh100, dgxh200 or dgxb200 (fire drills; results and reasons are marked [simulated])")
-	fs.Var(&inject, "inject", "with --simulate, inject a fault `gpuN:fault[=value]`, e.g. gpu3:xid=79 or gpu2:leftover=4242 (repeatable, or comma-separated)")
+func (p Program) parse() (runenv.Flags, error) {
+	var o runenv.Flags
+	fs := runenv.NewFlagSet(p.Name, p.Stderr, p.Usage, exitStatus)
+	o.Register(fs, "run the checks and print what would be done; drain nothing, save nothing, exit 0", "gpu3:xid=79 or gpu2:leftover=4242")
 	if p.Flags != nil {
 		p.Flags(fs)
 	}
-	fs.Usage = func() {
-		fmt.Fprint(p.Stderr, p.Usage)
-		fs.PrintDefaults()
-		fmt.Fprint(p.Stderr, "\nExit status under slurmd: 1 after a FAIL (the node drained with our reason\nfirst), else 0. By hand: 0 healthy, WARN or ERROR, 1 FAIL, 2 usage or\nconfiguration error, 3 internal error.\n")
-	}
-	if err := fs.Parse(p.Args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, ExitOK, err
-		}
-		return o, ExitUsage, err
-	}
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "config" {
-			o.Explicit = true
-		}
-	})
-	rest := fs.Args()
-	if o.CheckConfig && len(rest) == 1 {
-		o.ConfigPath, o.Explicit, rest = rest[0], true, nil
-	}
-	if len(rest) > 0 {
-		return o, ExitUsage, fmt.Errorf("unexpected argument %q", rest[0])
-	}
-	o.Inject = inject
-	if len(o.Inject) > 0 && o.Simulate == "" {
-		return o, ExitUsage, errors.New("--inject needs --simulate")
-	}
-	return o, 0, nil
+	err := o.Parse(fs, p.Args)
+	return o, err
 }
 
 // Run is one prolog or epilog run in progress.
 type Run struct {
 	P    Program
-	Opts Options
+	Opts runenv.Flags
 	Node string
 	Job  jobenv.Env
 	Cfg  config.Config
@@ -152,24 +95,44 @@ type Run struct {
 	failing atomic.Bool
 }
 
-// Begin parses the flags, the job's environment and the configuration,
+// Main runs the program, begin then run, and returns the exit code. A
+// panic is a bug of ours: reported, and under slurmd never a reason to
+// fail the job.
+func (p Program) Main(budget func(config.Config) time.Duration, run func(*Run) int) (code int) {
+	job := jobenv.Parse(p.Getenv)
+	defer func() {
+		if v := recover(); v != nil {
+			fmt.Fprintf(p.Stderr, "%s: internal error: %v\n%s", p.Name, v, debug.Stack())
+			code = p.quiet(job, ExitInternal)
+		}
+	}()
+	r, code, ok := p.begin(budget)
+	if !ok {
+		return code
+	}
+	defer r.Close()
+	return run(r)
+}
+
+// begin parses the flags, the job's environment and the configuration,
 // sets up logging and takes the lock. ok false means the program is done
 // (--help, --version, --check-config, or an error) and exits with code.
-func (p Program) Begin(budget func(config.Config) time.Duration) (r *Run, code int, ok bool) {
+func (p Program) begin(budget func(config.Config) time.Duration) (r *Run, code int, ok bool) {
 	start := time.Now()
 	job := jobenv.Parse(p.Getenv)
-	o, code, err := p.parse()
+	o, err := p.parse()
+	if errors.Is(err, flag.ErrHelp) {
+		return nil, ExitOK, false
+	}
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(p.Stderr, "%s: %v (see --help)\n", p.Name, err)
-		}
-		return nil, p.quiet(job, code), false
+		fmt.Fprintf(p.Stderr, "%s: %v (see --help)\n", p.Name, err)
+		return nil, p.quiet(job, ExitUsage), false
 	}
 	if o.ShowVersion {
 		fmt.Fprintln(p.Stdout, version.String(p.Name))
 		return nil, ExitOK, false
 	}
-	node, err := p.nodeName(o.Node, job)
+	node, err := runenv.NodeName(o.Node, job.Node, p.Hostname)
 	if err != nil {
 		fmt.Fprintf(p.Stderr, "%s: %v; nothing checked, node left alone\n", p.Name, err)
 		return nil, p.quiet(job, ExitUsage), false
@@ -233,26 +196,6 @@ func (p Program) quiet(job jobenv.Env, code int) int {
 
 // Quiet is quiet for this run's job.
 func (r *Run) Quiet(code int) int { return r.P.quiet(r.Job, code) }
-
-// nodeName follows slurmd: SLURMD_NODENAME is the Slurm name, which may
-// differ from the host name on multi-slurmd test beds.
-func (p Program) nodeName(flagNode string, job jobenv.Env) (string, error) {
-	name := flagNode
-	if name == "" {
-		name = job.Node
-	}
-	if name == "" {
-		h, err := p.Hostname()
-		if err != nil {
-			return "", fmt.Errorf("no --node, no valid SLURMD_NODENAME and no host name: %w", err)
-		}
-		name, _, _ = strings.Cut(h, ".")
-	}
-	if err := slurm.ValidateName(name); err != nil {
-		return "", fmt.Errorf("node name: %w", err)
-	}
-	return name, nil
-}
 
 // checkNodeList warns when the job's node list does not name this node:
 // a wrapper run by hand with a stale environment, or a --node typo.
@@ -354,12 +297,7 @@ func (r *Run) watchdog(budget time.Duration) *time.Timer {
 }
 
 // Now is the run's clock.
-func (r *Run) Now() time.Time {
-	if r.P.Now != nil {
-		return r.P.Now()
-	}
-	return time.Now()
-}
+func (r *Run) Now() time.Time { return r.P.Clock() }
 
 // Context is a context that ends at the run's hard limit, less a margin
 // for the last writes.

@@ -17,6 +17,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/policy"
+	"github.com/gpuhc/gpuhc/internal/runenv"
 	"github.com/gpuhc/gpuhc/internal/slurm"
 )
 
@@ -173,7 +174,7 @@ func TestApplyWhenTheDrainCannotBeMade(t *testing.T) {
 			log.SetOutput(io.Discard)
 			c := tt.c
 			r := &Run{Node: "gpu001", Cfg: cfg, Log: logrus.NewEntry(log), Start: time.Now(), ReadOnly: true,
-				P: Program{By: "prolog", Stdout: &out, Now: func() time.Time { return now },
+				P: Program{By: "prolog", Process: runenv.Process{Stdout: &out, Now: func() time.Time { return now }},
 					Controller: func(config.Slurm, logrus.FieldLogger) (slurm.Controller, error) {
 						if tt.build != nil {
 							return nil, tt.build

@@ -3,9 +3,6 @@
 package prolog
 
 import (
-	"fmt"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,30 +16,7 @@ import (
 // two GPUs, judged (but for P2P) against a floor of 0.2 GB/s.
 func fakeCUDABed(t *testing.T) jobruntest.Bed {
 	t.Helper()
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("gcc not found: cannot build the fake libcuda")
-	}
-	lib := filepath.Join(t.TempDir(), "libfakecuda.so.1")
-	src := filepath.Join("..", "bandwidth", "testdata", "fakecuda.c")
-	if out, err := exec.Command(gcc, "-shared", "-fPIC", "-Wall", "-Werror", "-o", lib, src).CombinedOutput(); err != nil {
-		t.Fatalf("building the fake libcuda: %v\n%s", err, out)
-	}
-	for _, k := range []string{"FAKECUDA_NAME", "FAKECUDA_FAIL", "FAKECUDA_HANG", "FAKECUDA_GBPS", "FAKECUDA_GBPS_ON", "FAKECUDA_NOPEER"} {
-		t.Setenv(k, "")
-	}
-	t.Setenv("FAKECUDA_DEVICES", "2")
-	return jobruntest.NewBed(t, fmt.Sprintf(`[checks.bandwidth]
-libcuda = %q
-size = "4MiB"
-iterations = 2
-[[checks.bandwidth.floor]]
-model = "Fake GPU"
-h2d_gbps = 0.2
-d2h_gbps = 0.2
-d2d_gbps = 0.2
-p2p_gbps = 0.0
-`, lib))
+	return jobruntest.NewBed(t, jobruntest.FakeCUDAConfig(jobruntest.FakeCUDA(t)))
 }
 
 func measurements(evs []events.Event) []events.Event {

@@ -11,8 +11,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -24,18 +22,13 @@ import (
 	"github.com/gpuhc/gpuhc/internal/jobenv"
 	"github.com/gpuhc/gpuhc/internal/jobrecord"
 	"github.com/gpuhc/gpuhc/internal/jobrun"
+	"github.com/gpuhc/gpuhc/internal/runenv"
 	"github.com/gpuhc/gpuhc/internal/slurm"
 )
 
 // Program is what the process gives the prolog.
 type Program struct {
-	Args     []string
-	Getenv   func(string) string
-	Hostname func() (string, error)
-	Stdout   io.Writer
-	Stderr   io.Writer
-	Exit     func(int)
-	Now      func() time.Time
+	runenv.Process
 	// Controller replaces node control built from the config (tests).
 	Controller func(config.Slurm, logrus.FieldLogger) (slurm.Controller, error)
 }
@@ -52,27 +45,16 @@ It never resumes a node.
 Options:
 `
 
-// Main runs the prolog and returns the exit code. A panic is a bug of
-// ours: reported, and never a reason to fail the job.
-func (p Program) Main() (code int) {
+// Main runs the prolog and returns the exit code (see jobrun.Program.Main).
+func (p Program) Main() int {
 	job := jobenv.Parse(p.Getenv)
-	defer func() {
-		if r := recover(); r != nil {
-			fmt.Fprintf(p.Stderr, "gpuhc-prolog: internal error: %v\n%s", r, debug.Stack())
-			code = jobrun.ExitInternal
-			if job.Slurm {
-				code = jobrun.ExitOK
-			}
-		}
-	}()
 	var modeFlag string
 	jp := jobrun.Program{
 		Name: "gpuhc-prolog", By: "prolog", Usage: usage,
 		Flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&modeFlag, "mode", "", "`quick` or full: the mode, instead of $SPANK_GPUHC_MODE and [prolog] full_partitions (by hand)")
 		},
-		Args: p.Args, Getenv: p.Getenv, Hostname: p.Hostname, Stdout: p.Stdout, Stderr: p.Stderr,
-		Exit: p.Exit, Now: p.Now, Controller: p.Controller,
+		Process: p.Process, Controller: p.Controller,
 	}
 	// The whole run's time: the checks', and the job record's two parts.
 	budget := func(cfg config.Config) time.Duration {
@@ -82,16 +64,13 @@ func (p Program) Main() (code int) {
 		}
 		return b
 	}
-	r, code, ok := jp.Begin(budget)
-	if !ok {
-		return code
-	}
-	defer r.Close()
-	if modeFlag != "" && modeFlag != jobenv.ModeQuick && modeFlag != jobenv.ModeFull {
-		fmt.Fprintf(p.Stderr, "gpuhc-prolog: --mode %q: want quick or full\n", modeFlag)
-		return r.Quiet(jobrun.ExitUsage)
-	}
-	return run(r, mode(r.Cfg, r.Job, modeFlag), budget(r.Cfg))
+	return jp.Main(budget, func(r *jobrun.Run) int {
+		if modeFlag != "" && modeFlag != jobenv.ModeQuick && modeFlag != jobenv.ModeFull {
+			fmt.Fprintf(p.Stderr, "gpuhc-prolog: --mode %q: want quick or full\n", modeFlag)
+			return r.Quiet(jobrun.ExitUsage)
+		}
+		return run(r, mode(r.Cfg, r.Job, modeFlag), budget(r.Cfg))
+	})
 }
 
 // mode is the run's mode: --mode, else full when the job asked for it

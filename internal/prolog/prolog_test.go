@@ -15,6 +15,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/jobrun/jobruntest"
 	"github.com/gpuhc/gpuhc/internal/lock"
 	"github.com/gpuhc/gpuhc/internal/policy"
+	"github.com/gpuhc/gpuhc/internal/runenv"
 	"github.com/gpuhc/gpuhc/internal/slurm"
 )
 
@@ -27,10 +28,12 @@ func runProlog(t *testing.T, b jobruntest.Bed, s *jobruntest.Slurm, getenv func(
 	t.Helper()
 	var out, errb bytes.Buffer
 	p := Program{
-		Args: append([]string{"--config", b.Config}, args...), Getenv: getenv,
-		Hostname: func() (string, error) { return "", errors.New("no host name in tests") },
-		Stdout:   &out, Stderr: &errb,
-		Exit:       func(c int) { t.Fatalf("watchdog fired with %d", c) },
+		Process: runenv.Process{
+			Args: append([]string{"--config", b.Config}, args...), Getenv: getenv,
+			Hostname: func() (string, error) { return "", errors.New("no host name in tests") },
+			Stdout:   &out, Stderr: &errb,
+			Exit: func(c int) { t.Fatalf("watchdog fired with %d", c) },
+		},
 		Controller: s.Controller,
 	}
 	code := p.Main()

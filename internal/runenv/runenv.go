@@ -1,7 +1,8 @@
 // Package runenv is what gpuhc's programs that run checks share
-// (gpuhc-healthcheck, gpuhc-prolog, gpuhc-epilog): the world the checks
-// see, real NVML and /dev/kmsg or one of NVIDIA's simulated servers, and
-// how a run's results and policy outcome are printed and logged.
+// (gpuhc-healthcheck, gpuhc-prolog, gpuhc-epilog): what the process gives
+// them, their common flags and the node's name, the world the checks see
+// (real NVML and /dev/kmsg or one of NVIDIA's simulated servers), and how
+// a run's results and policy outcome are printed and logged.
 package runenv
 
 import (

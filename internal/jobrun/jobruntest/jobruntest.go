@@ -1,7 +1,8 @@
 // Package jobruntest is the test bed of gpuhc-prolog's and gpuhc-epilog's
 // tests: a node in a temporary directory (fixture root, configuration,
 // state directory, event log) and an in-memory slurmctld that records
-// every call.
+// every call. Its event log reader and fake CUDA driver serve
+// gpuhc-healthcheck's tests too.
 package jobruntest
 
 import (
@@ -11,7 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -179,7 +182,13 @@ func Env(context string, kv ...string) func(string) string {
 // ReadEvents reads the event log; none when it does not exist.
 func (b Bed) ReadEvents(t *testing.T) []events.Event {
 	t.Helper()
-	f, err := os.Open(b.Events)
+	return ReadEventLog(t, b.Events)
+}
+
+// ReadEventLog reads the event log at path; none when it does not exist.
+func ReadEventLog(t *testing.T, path string) []events.Event {
+	t.Helper()
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -197,6 +206,49 @@ func (b Bed) ReadEvents(t *testing.T) []events.Event {
 		out = append(out, ev)
 	}
 	return out
+}
+
+// FakeCUDA builds internal/bandwidth's fake CUDA driver (host memcpy
+// behind the driver API, testdata/fakecuda.c there) with gcc, for runs
+// that measure bandwidth on a machine without a GPU, and sets it to two
+// healthy GPUs. It skips the test without gcc.
+func FakeCUDA(t *testing.T) string {
+	t.Helper()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("gcc not found: cannot build the fake libcuda")
+	}
+	_, self, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("no source path for jobruntest")
+	}
+	src := filepath.Join(filepath.Dir(self), "..", "..", "bandwidth", "testdata", "fakecuda.c")
+	lib := filepath.Join(t.TempDir(), "libfakecuda.so.1")
+	if out, err := exec.Command(gcc, "-shared", "-fPIC", "-Wall", "-Werror", "-o", lib, src).CombinedOutput(); err != nil {
+		t.Fatalf("building the fake libcuda: %v\n%s", err, out)
+	}
+	for _, k := range []string{"FAKECUDA_NAME", "FAKECUDA_FAIL", "FAKECUDA_HANG", "FAKECUDA_GBPS", "FAKECUDA_GBPS_ON", "FAKECUDA_NOPEER"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("FAKECUDA_DEVICES", "2")
+	return lib
+}
+
+// FakeCUDAConfig is a [checks.bandwidth] section that measures the fake
+// driver at lib (FakeCUDA), judged (but for P2P) against a floor of
+// 0.2 GB/s.
+func FakeCUDAConfig(lib string) string {
+	return fmt.Sprintf(`[checks.bandwidth]
+libcuda = %q
+size = "4MiB"
+iterations = 2
+[[checks.bandwidth.floor]]
+model = "Fake GPU"
+h2d_gbps = 0.2
+d2h_gbps = 0.2
+d2d_gbps = 0.2
+p2p_gbps = 0.0
+`, lib)
 }
 
 // Kinds lists the events' kinds.
