@@ -668,20 +668,23 @@ gpu003) SIM="--simulate dgxh100 --inject gpu3:xid=79" ;;
 esac'
 REASON4='gpuhc: gpu.xid: gpu3 (SN 1654922000003, 0000:5d:00.0): XID 79 GPU has fallen off the bus [simulated]'
 
-write_conf_4() {
-	cat >"$HC4/gpuhc.toml.tmp" <<EOF
-# gpuhc e2e, scenario 4 (Slurm 24.11 chroot, simulated GPU fault, REST only)
-state_dir = "$HC4_IN/state/%n"
-lock_file = "$HC4_IN/state/%n.lock"
+# rest_only_conf DIR_IN TITLE: the head of a 24.11 scenario's gpuhc.toml:
+# files under DIR_IN (as the chroot sees it), node control through REST
+# only (scontrol does not exist), thermal off (the VM has no sensors).
+rest_only_conf() {
+	cat <<EOF
+# gpuhc e2e, $2
+state_dir = "$1/state/%n"
+lock_file = "$1/state/%n.lock"
 deadline = "20s"
 check_timeout = "5s"
 
 [log]
 level = "debug"
-file = "$HC4_IN/log/%n.jsonl"
+file = "$1/log/%n.jsonl"
 
 [events]
-file = "$HC4_IN/log/%n.events.jsonl"
+file = "$1/log/%n.events.jsonl"
 
 [policy]
 resume_after = 2
@@ -699,6 +702,10 @@ retries = 1
 [checks.thermal]
 enabled = false
 EOF
+}
+
+write_conf_4() {
+	rest_only_conf "$HC4_IN" "scenario 4 (Slurm 24.11 chroot, simulated GPU fault, REST only)" >"$HC4/gpuhc.toml.tmp"
 	mv "$HC4/gpuhc.toml.tmp" "$HC4/gpuhc.toml"
 }
 
@@ -708,17 +715,19 @@ rest_node() {
 		"http://127.0.0.1:$S24_REST_PORT/slurm/v0.0.42/node/$1"
 }
 
-# drain_watch4 TIMEOUT: wait for gpu003's drain, checking on every poll that
-# gpu001 is still idle and not drained.
-drain_watch4() {
-	local end=$((SECONDS + $1)) w
-	until node_is show24 gpu003 drained "$REASON4" slurm; do
+# drain_watch REASON TIMEOUT: wait for gpu003's drain with REASON (set by
+# 'slurm'), checking on every poll that gpu001 is still idle and not
+# drained; what gpu001 did instead is left in GPU001_CHANGED.
+drain_watch() {
+	local reason=$1 end=$((SECONDS + $2)) w
+	GPU001_CHANGED=
+	until node_is show24 gpu003 drained "$reason" slurm; do
 		w=$WHY
-		node_is show24 gpu001 clean || { WHY="gpu001 changed while waiting: $WHY"; GPU001_4=$WHY; return 1; }
+		node_is show24 gpu001 clean || { WHY="gpu001 changed while waiting: $WHY"; GPU001_CHANGED=$WHY; return 1; }
 		((SECONDS < end)) || { WHY=$w; return 1; }
 		sleep 0.5
 	done
-	node_is show24 gpu001 clean || { GPU001_4="gpu001: $WHY"; }
+	node_is show24 gpu001 clean || GPU001_CHANGED="gpu001: $WHY"
 	return 0
 }
 
@@ -746,9 +755,8 @@ HealthCheckNodeState=ANY" up24
 	touch "$HC4/armed"
 	say "4: armed: gpu003 runs --simulate dgxh100 --inject gpu3:xid=79, gpu001 --simulate dgxh100"
 
-	GPU001_4=
 	expect "4: gpu003 drained through REST (scontrol=/nonexistent) within ${WAIT}s, reason set by 'slurm'" \
-		drain_watch4 "$WAIT"
+		drain_watch "$REASON4" "$WAIT"
 	line=$(show24 gpu003); r=$(reason_of "$line")
 	WHY="reason '$r'"
 	expect "4: gpu003's reason is exactly '$REASON4'" [ "$r" = "$REASON4" ]
@@ -770,8 +778,8 @@ HealthCheckNodeState=ANY" up24
 		jq -e -s '[.[] | select(.kind == "transition" and .check == "gpu.xid" and .component == "gpu3" and .serial == "1654922000003" and .status == "FAIL" and (.message | endswith("[simulated]")))] | length > 0' \
 		"$HC4/log/gpu003.events.jsonl"
 
-	WHY=$GPU001_4
-	expect "4: gpu001 (healthy simulated DGX H100) stayed idle while gpu003 was drained" [ -z "$GPU001_4" ]
+	WHY=$GPU001_CHANGED
+	expect "4: gpu001 (healthy simulated DGX H100) stayed idle while gpu003 was drained" [ -z "$GPU001_CHANGED" ]
 	expect "4: gpu001 stays idle over 2 more runs" stays show24 gpu001 "$HC4" 2 clean
 	WHY="$(grep -m1 '^SIMULATED' "$HC4/runs.gpu001.log" 2>&1); last: $(last_policy "$HC4" gpu001)"
 	expect "4: gpu001's runs are simulated and healthy (policy: none, 0 Slurm calls)" \
@@ -826,35 +834,9 @@ EOF
 }
 
 write_conf_5() {
-	cat >"$HC5/gpuhc.toml.tmp" <<EOF
-# gpuhc e2e, scenario 5 (Slurm 24.11 chroot, InfiniBand fault, REST only)
-state_dir = "$HC5_IN/state/%n"
-lock_file = "$HC5_IN/state/%n.lock"
-deadline = "20s"
-check_timeout = "5s"
-
-[log]
-level = "debug"
-file = "$HC5_IN/log/%n.jsonl"
-
-[events]
-file = "$HC5_IN/log/%n.events.jsonl"
-
-[policy]
-resume_after = 2
-storm_jitter = "0s"
-
-[slurm]
-backend = "auto"
-url = "http://127.0.0.1:$S24_REST_PORT"
-token_file = "$S24_TOKEN_IN"
-user = "slurm"
-scontrol = "/nonexistent/scontrol"
-timeout = "5s"
-retries = 1
-
-[checks.thermal]
-enabled = false
+	{
+		rest_only_conf "$HC5_IN" "scenario 5 (Slurm 24.11 chroot, InfiniBand fault, REST only)"
+		cat <<EOF
 
 [checks.fabric.manager]
 enabled = false
@@ -868,21 +850,9 @@ match = "gpu[001,003]"
 [host.checks.gpu.count]
 expected = 8
 EOF
-	cat "$HC5/inventory.ib" >>"$HC5/gpuhc.toml.tmp"
+		cat "$HC5/inventory.ib"
+	} >"$HC5/gpuhc.toml.tmp"
 	mv "$HC5/gpuhc.toml.tmp" "$HC5/gpuhc.toml"
-}
-
-# drain_watch5 TIMEOUT: wait for gpu003's drain; gpu001 must stay idle.
-drain_watch5() {
-	local end=$((SECONDS + $1)) w
-	until node_is show24 gpu003 drained "$REASON5" slurm; do
-		w=$WHY
-		node_is show24 gpu001 clean || { WHY="gpu001 changed while waiting: $WHY"; GPU001_5=$WHY; return 1; }
-		((SECONDS < end)) || { WHY=$w; return 1; }
-		sleep 0.5
-	done
-	node_is show24 gpu001 clean || { GPU001_5="gpu001: $WHY"; }
-	return 0
 }
 
 scenario5() {
@@ -923,9 +893,8 @@ HealthCheckNodeState=ANY" up24
 	touch "$HC5/armed"
 	say "5: armed: gpu001 and gpu003 run with the h100-ndr tree over /sys (gpu003: mlx5_3/1 at 200 Gb/sec)"
 
-	GPU001_5=
 	expect "5: gpu003 drained through REST (scontrol=/nonexistent) within ${WAIT}s with '$REASON5'" \
-		drain_watch5 "$WAIT"
+		drain_watch "$REASON5" "$WAIT"
 	WHY="$(last_policy "$HC5" gpu003)"
 	expect "5: gpu003's drain went through slurmrestd" \
 		grep -q '^policy: drained.*via rest v0.0.4' "$HC5/runs.gpu003.log"
@@ -936,8 +905,8 @@ HealthCheckNodeState=ANY" up24
 	expect "5: gpu003's event log has the drain (via REST) and the ib.port FAIL transition of mlx5_3/1" \
 		eval 'jq -e -s --arg r "$REASON5" "[.[] | select(.kind == \"drain\" and .message == \$r and (.backend // \"\" | startswith(\"rest\")))] | length == 1" "$HC5/log/gpu003.events.jsonl" >/dev/null && jq -e -s "[.[] | select(.kind == \"transition\" and .check == \"ib.port\" and .component == \"mlx5_3/1\" and .status == \"FAIL\")] | length == 1" "$HC5/log/gpu003.events.jsonl" >/dev/null'
 
-	WHY=$GPU001_5
-	expect "5: gpu001 (the same tree, healthy) stayed idle while gpu003 was drained" [ -z "$GPU001_5" ]
+	WHY=$GPU001_CHANGED
+	expect "5: gpu001 (the same tree, healthy) stayed idle while gpu003 was drained" [ -z "$GPU001_CHANGED" ]
 	expect "5: gpu001 stays idle over 2 more runs" stays show24 gpu001 "$HC5" 2 clean
 	WHY="$({ grep -E '^(ib\.|topology)' "$HC5/runs.gpu001.log" | grep -v ' OK ' | head -5; } || true; last_policy "$HC5" gpu001)"
 	expect "5: gpu001's ib.port, ib.counters, ib.gdr and topology results are all OK (policy: none, 0 Slurm calls)" \
