@@ -1,10 +1,8 @@
 package config
 
 import (
-	"errors"
 	"math"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -65,20 +63,7 @@ func TestValidateBandwidth(t *testing.T) {
 			c := Default()
 			c.Checks.Bandwidth.Floor = DefaultBandwidthFloors()
 			tt.set(&c.Checks.Bandwidth)
-			err := c.Validate()
-			if tt.key == "" {
-				if err != nil {
-					t.Fatalf("unexpected error: %v", err)
-				}
-				return
-			}
-			var list ErrorList
-			if !errors.As(err, &list) || len(list) != 1 {
-				t.Fatalf("want one error for %s, got %v", tt.key, err)
-			}
-			if e := list[0]; e.Key != tt.key || !strings.Contains(e.Msg, tt.msg) {
-				t.Errorf("got %+v, want key %q and message containing %q", e, tt.key, tt.msg)
-			}
+			wantValidation(t, c, tt.key, tt.msg)
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -56,20 +55,7 @@ func TestValidateIB(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := Default()
 			tt.set(&c.Checks.IB)
-			err := c.Validate()
-			if tt.key == "" {
-				if err != nil {
-					t.Fatalf("unexpected error: %v", err)
-				}
-				return
-			}
-			var list ErrorList
-			if !errors.As(err, &list) || len(list) != 1 {
-				t.Fatalf("want one error for %s, got %v", tt.key, err)
-			}
-			if e := list[0]; e.Key != tt.key || !strings.Contains(e.Msg, tt.msg) {
-				t.Errorf("got %+v, want key %q and message containing %q", e, tt.key, tt.msg)
-			}
+			wantValidation(t, c, tt.key, tt.msg)
 		})
 	}
 }

@@ -113,20 +113,7 @@ func TestValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := Default()
 			tt.set(&c)
-			err := c.Validate()
-			if tt.key == "" {
-				if err != nil {
-					t.Fatalf("unexpected error: %v", err)
-				}
-				return
-			}
-			var list ErrorList
-			if !errors.As(err, &list) || len(list) != 1 {
-				t.Fatalf("want one error for %s, got %v", tt.key, err)
-			}
-			if e := list[0]; e.Key != tt.key || !strings.Contains(e.Msg, tt.msg) || e.Line != 0 || e.File != "" {
-				t.Errorf("got %+v, want key %q and message containing %q", e, tt.key, tt.msg)
-			}
+			wantValidation(t, c, tt.key, tt.msg)
 		})
 	}
 }
@@ -177,5 +164,26 @@ func TestStormGuardDefaults(t *testing.T) {
 	p := Default().Policy
 	if p.MaxDrainedFraction != 0.10 || p.MaxDrainedNodes != 0 || p.StormCache.Duration != 60*time.Second {
 		t.Errorf("storm guard defaults: %+v", p)
+	}
+}
+
+// wantValidation checks c.Validate(): no error when key is "", else exactly
+// one error, for key, whose message contains msg and which carries no file
+// or line (Validate knows none).
+func wantValidation(t *testing.T, c Config, key, msg string) {
+	t.Helper()
+	err := c.Validate()
+	if key == "" {
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		return
+	}
+	var list ErrorList
+	if !errors.As(err, &list) || len(list) != 1 {
+		t.Fatalf("want one error for %s, got %v", key, err)
+	}
+	if e := list[0]; e.Key != key || !strings.Contains(e.Msg, msg) || e.Line != 0 || e.File != "" {
+		t.Errorf("got %+v, want key %q and message containing %q", e, key, msg)
 	}
 }
