@@ -5,11 +5,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/check/checktest"
 )
 
 // Special override values for fixture.
@@ -74,58 +74,14 @@ func mustMkdir(t *testing.T, dir string) {
 	}
 }
 
-// want is the expected verdict on one component. Message must contain
-// msg (empty: anything).
-type want struct {
-	status check.Status
-	msg    string
-}
+// want is the expected verdict on one component (see checktest.Want).
+type want checktest.Want
 
 // expect checks that rs holds exactly the components in w, with their
-// statuses and message fragments, and the invariants every result keeps.
+// statuses and message fragments, and that every result is well formed.
 func expect(t *testing.T, name string, rs []check.Result, w map[string]want) {
 	t.Helper()
-	got := map[string]check.Result{}
-	for _, r := range rs {
-		if _, dup := got[r.Component]; dup {
-			t.Errorf("component %q reported twice", r.Component)
-		}
-		got[r.Component] = r
-		checkInvariants(t, name, r)
-	}
-	for comp, wr := range w {
-		r, ok := got[comp]
-		if !ok {
-			t.Errorf("no result for %q; got %v", comp, rs)
-			continue
-		}
-		if r.Status != wr.status || !strings.Contains(r.Message, wr.msg) {
-			t.Errorf("%s: got %v %q, want %v containing %q", comp, r.Status, r.Message, wr.status, wr.msg)
-		}
-	}
-	for comp, r := range got {
-		if _, ok := w[comp]; !ok {
-			t.Errorf("unexpected result %s: %v %q", comp, r.Status, r.Message)
-		}
-	}
-}
-
-// checkInvariants holds for every result any host check returns: it is
-// stamped, one printable line, and only FAIL asks for a drain.
-func checkInvariants(t *testing.T, name string, r check.Result) {
-	t.Helper()
-	if r.Check != name {
-		t.Errorf("%s: check name %q, want %q", r.Component, r.Check, name)
-	}
-	if r.Component == "" || r.Message == "" {
-		t.Errorf("empty component or message: %+v", r)
-	}
-	if printable(r.Message) != r.Message || printable(r.Component) != r.Component {
-		t.Errorf("not one printable line: %+v", r)
-	}
-	if (r.Status == check.Fail) != (r.Action == check.ActionDrain) {
-		t.Errorf("%s: status %v with action %q", r.Component, r.Status, r.Action)
-	}
+	checktest.Expect(t, rs, w, checktest.WellFormed(name))
 }
 
 // run runs c with a generous deadline, as the runner would.

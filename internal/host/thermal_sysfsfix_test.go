@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/check/checktest"
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/sysfsfix"
 )
@@ -26,20 +27,6 @@ func hcaTempInput(t *testing.T, root, dev string) string {
 	return rel
 }
 
-// byComponent indexes results, failing the test on a repeated component.
-func byComponent(t *testing.T, rs []check.Result) map[string]check.Result {
-	t.Helper()
-	m := map[string]check.Result{}
-	for _, r := range rs {
-		if _, dup := m[r.Component]; dup {
-			t.Errorf("component %q reported twice", r.Component)
-		}
-		m[r.Component] = r
-		checkInvariants(t, nameThermal, r)
-	}
-	return m
-}
-
 func TestThermalSysfsfixHealthy(t *testing.T) {
 	tests := []struct {
 		tree string
@@ -53,7 +40,8 @@ func TestThermalSysfsfixHealthy(t *testing.T) {
 		t.Run(tc.tree, func(t *testing.T) {
 			t.Parallel() // copying a tree is most of the time
 			root := sysfsfix.Tree(t, tc.tree)
-			got := byComponent(t, run(t, NewThermal(root, config.Default().Checks.Thermal)))
+			rs := run(t, NewThermal(root, config.Default().Checks.Thermal))
+			got := checktest.ByComponent(t, rs, checktest.WellFormed(nameThermal))
 			for c, r := range got {
 				if r.Status != check.OK {
 					t.Errorf("healthy %s: %s is %v %q", tc.tree, c, r.Status, r.Message)
@@ -101,7 +89,8 @@ func TestThermalSysfsfixFaults(t *testing.T) {
 			t.Parallel()
 			root := sysfsfix.Tree(t, tc.tree)
 			sysfsfix.Set(t, root, tc.heat(t, root), tc.value)
-			got := byComponent(t, run(t, NewThermal(root, config.Default().Checks.Thermal)))
+			rs := run(t, NewThermal(root, config.Default().Checks.Thermal))
+			got := checktest.ByComponent(t, rs, checktest.WellFormed(nameThermal))
 			r, ok := got[tc.comp]
 			if !ok || r.Status != tc.status || !strings.Contains(r.Message, tc.msg) {
 				t.Errorf("%s: got %v %q, want %v containing %q", tc.comp, r.Status, r.Message, tc.status, tc.msg)

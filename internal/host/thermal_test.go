@@ -9,7 +9,7 @@ import (
 
 // healthyThermal is every sensor of testdata/thermal/node as OK.
 func healthyThermal() map[string]want {
-	ok := want{status: check.OK}
+	ok := want{Status: check.OK}
 	return map[string]want{
 		"nvme/Composite":             {check.OK, "38.9°C < sensor crit limit 84.8°C"},
 		"nvme/Sensor 1":              {check.OK, "38.9°C < fail limit 95.0°C"},

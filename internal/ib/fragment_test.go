@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/check/checktest"
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/sysfsfix"
 )
@@ -52,7 +53,7 @@ func TestFragment(t *testing.T) {
 			got.Exclude = tc.exclude
 			rs := run(t, NewPort(root, got))
 			for _, r := range rs {
-				checkInvariants(t, namePort, r)
+				checktest.Holds(t, r, checktest.WellFormed(namePort))
 				if r.Status != check.OK && r.Status != check.Skip {
 					t.Errorf("node fails its own inventory: %+v\n%s", r, frag)
 				}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/check/checktest"
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/gpu/sim"
@@ -27,10 +28,8 @@ var h100GPUs = []string{"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d
 // mgmt is the exclude list a DGX H100 would be configured with.
 var mgmt = []string{"mlx5_8"}
 
-type want struct {
-	status check.Status
-	msg    string
-}
+// want is the expected verdict on one component (see checktest.Want).
+type want checktest.Want
 
 // mutation changes one thing in a fixture tree.
 type mutation func(t *testing.T, root string)
@@ -145,7 +144,7 @@ func TestHealthy(t *testing.T) {
 
 func TestH100Faults(t *testing.T) {
 	crossWarn := want{check.Warn, "nearest active HCA mlx5_0 is across sockets (gpu numa 1, HCA numa 0)"}
-	crossFail := want{check.Fail, crossWarn.msg}
+	crossFail := want{check.Fail, crossWarn.Msg}
 	unsure := want{check.Warn, "nearest active HCA mlx5_0 is on another NUMA node, socket unknown (gpu numa 1, HCA numa 0)"}
 	funnel := "mlx5_0 is across sockets (gpu numa 1, HCA numa 0) (funnel, see host)"
 	tests := []struct {
@@ -171,7 +170,7 @@ func TestH100Faults(t *testing.T) {
 			name:   "socket 1 HCAs down with numa=off",
 			mutate: []mutation{down(4, 5, 6, 7)},
 			cfg:    cfg(func(c *config.Topology) { c.NUMA = "off" }),
-			want:   gpus(8, each(gpuRange(4, 7), want{check.OK, crossWarn.msg})),
+			want:   gpus(8, each(gpuRange(4, 7), want{check.OK, crossWarn.Msg})),
 		},
 		{
 			name:    "without the exclude list the management port on socket 1 serves",
@@ -380,7 +379,7 @@ func TestH100Faults(t *testing.T) {
 			cfg:    cfg(func(c *config.Topology) { c.NUMA, c.Funnel = "fail", "fail" }),
 			want: with(gpus(8, merge(
 				each(gpuRange(1, 3), want{check.OK, "same NUMA node"}),
-				each(gpuRange(4, 7), want{check.Warn, unsure.msg + " (funnel, see host)"}))),
+				each(gpuRange(4, 7), want{check.Warn, unsure.Msg + " (funnel, see host)"}))),
 				"host", want{check.Warn, "all 8 GPUs funnel to mlx5_0 (4 on other NUMA nodes, socket unknown)"}),
 		},
 		{
@@ -818,37 +817,10 @@ func run(t *testing.T, c check.Check) []check.Result {
 }
 
 // expect checks that rs holds exactly the components in w with their
-// statuses and message fragments, and the invariants every result keeps.
+// statuses and message fragments, and that every result is well formed.
 func expect(t *testing.T, rs []check.Result, w map[string]want) {
 	t.Helper()
-	got := map[string]check.Result{}
-	for _, r := range rs {
-		if _, dup := got[r.Component]; dup {
-			t.Errorf("component %q reported twice", r.Component)
-		}
-		got[r.Component] = r
-		if r.Check != "topology" || r.Component == "" || r.Message == "" || printable(r.Message) != r.Message {
-			t.Errorf("malformed result %+v", r)
-		}
-		if (r.Status == check.Fail) != (r.Action == check.ActionDrain) {
-			t.Errorf("%s: status %v with action %q", r.Component, r.Status, r.Action)
-		}
-	}
-	for comp, wr := range w {
-		r, ok := got[comp]
-		if !ok {
-			t.Errorf("no result for %q; got %v", comp, rs)
-			continue
-		}
-		if r.Status != wr.status || !strings.Contains(r.Message, wr.msg) {
-			t.Errorf("%s: got %v %q, want %v containing %q", comp, r.Status, r.Message, wr.status, wr.msg)
-		}
-	}
-	for comp, r := range got {
-		if _, ok := w[comp]; !ok {
-			t.Errorf("unexpected result %s: %v %q", comp, r.Status, r.Message)
-		}
-	}
+	checktest.Expect(t, rs, w, checktest.WellFormed("topology"))
 }
 
 // packages sets each NUMA node's CPU package (pkg[n] for node n) on its
