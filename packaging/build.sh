@@ -143,9 +143,11 @@ cp packaging/doc/slurm.conf "$doc/slurm.conf.example"
 cp etc/plugstack.conf.d/gpuhc.conf "$doc/plugstack.conf.example"
 # The SPANK plugin must be built against the site's own Slurm (its plugin
 # version is checked at load), so the source ships, not a .so.
-mkdir -p "$doc/spank"
-cp spank/gpuhc_spank.c "$doc/spank/gpuhc_spank.c"
-cp packaging/doc/spank-build.txt "$doc/spank/BUILD"
+# nfpm flattens a directory's subdirectories, so the plugin's files are
+# staged apart and mapped to /usr/share/doc/gpuhc/spank/ on their own.
+mkdir -p "$STAGE/spank"
+cp spank/gpuhc_spank.c "$STAGE/spank/gpuhc_spank.c"
+cp packaging/doc/spank-build.txt "$STAGE/spank/BUILD"
 cp packaging/doc/copyright "$doc/copyright"
 {
 	printf 'gpuhc (%s-1) unstable; urgency=medium\n\n' "$PKG_VERSION"

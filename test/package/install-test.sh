@@ -123,7 +123,7 @@ check "installed binaries' --version: $VERSION" versions_ok /usr/sbin
 check "gpuhc.toml is a conffile" bash -c "dpkg-query -W -f '\${Conffiles}' gpuhc | grep -q '^ /etc/gpuhc/gpuhc.toml '"
 check "installed config passes --check-config" /usr/sbin/gpuhc-healthcheck --check-config
 # spank/BUILD's command, as a site would run it, against this host's Slurm.
-check "the shipped SPANK source builds as spank/BUILD says (Slurm $(sed -n 's/^#define SLURM_VERSION_STRING "\(.*\)"/\1/p' /usr/include/slurm/slurm_version.h 2>/dev/null) headers)" \
+check "the shipped SPANK source builds as spank/BUILD says, against this host's Slurm headers" \
 	cc -O2 -Wall -Werror -fPIC -shared -I/usr/include -o "$WORK/gpuhc_spank.so" /usr/share/doc/gpuhc/spank/gpuhc_spank.c
 if [[ ${GPUHC_PACKAGE_E2E:-} == 1 ]]; then
 	section "e2e scenario 1 (Slurm 22.05) through the installed /usr/sbin binaries, and a job"
