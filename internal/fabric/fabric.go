@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"regexp"
 	"strings"
 	"time"
@@ -211,7 +212,14 @@ func (m *manager) log(ctx context.Context, rec *record, in instance, known bool,
 		patterns: m.patterns, budget: m.budget, loc: m.loc}
 	sc, err := r.scan(ctx, rec.Log)
 	rec.Log = sc.next
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// No file at all is most often a Fabric Manager that logs to
+		// syslog (LOG_USE_SYSLOG=1). An ERROR every run would keep the
+		// node's healthy runs from counting towards resume; a WARN says
+		// the same without that.
+		v.add(check.Warn, "no Fabric Manager log at %s (logging to syslog? then set log = \"\")", m.cfg.Log)
+	case err != nil:
 		v.add(check.Error, "cannot read the Fabric Manager log: %v", err)
 	}
 	var current, earlier []fatalLine
