@@ -418,21 +418,24 @@ HealthCheckNodeState=ANY" up24
 	down24 quiet
 }
 
-# write_conf_24 SCONTROL: the chroot config (REST url + token, scontrol path)
-write_conf_24() {
-	cat >"$HC24/gpuhc.toml.tmp" <<EOF
-# gpuhc e2e, scenario 2 (Slurm 24.11 chroot)
-state_dir = "$HC24_IN/state/%n"
-lock_file = "$HC24_IN/state/%n.lock"
+# conf24_head DIR_IN TITLE [SCONTROL]: the head of a 24.11 scenario's
+# gpuhc.toml: files under DIR_IN (as the chroot sees it), node control
+# through REST with SCONTROL as the fallback (default: none, REST only),
+# thermal off (the VM has no sensors).
+conf24_head() {
+	cat <<EOF
+# gpuhc e2e, $2
+state_dir = "$1/state/%n"
+lock_file = "$1/state/%n.lock"
 deadline = "20s"
 check_timeout = "5s"
 
 [log]
 level = "debug"
-file = "$HC24_IN/log/%n.jsonl"
+file = "$1/log/%n.jsonl"
 
 [events]
-file = "$HC24_IN/log/%n.events.jsonl"
+file = "$1/log/%n.events.jsonl"
 
 [policy]
 resume_after = 2
@@ -443,12 +446,20 @@ backend = "auto"
 url = "http://127.0.0.1:$S24_REST_PORT"
 token_file = "$S24_TOKEN_IN"
 user = "slurm"
-scontrol = "$1"
+scontrol = "${3:-/nonexistent/scontrol}"
 timeout = "5s"
 retries = 1
 
 [checks.thermal]
 enabled = false
+EOF
+}
+
+# write_conf_24 SCONTROL: the chroot config (REST url + token, scontrol path)
+write_conf_24() {
+	{
+		conf24_head "$HC24_IN" "scenario 2 (Slurm 24.11 chroot)" "$1"
+		cat <<EOF
 
 [[host]]
 match = "gpu002"
@@ -457,6 +468,7 @@ path = "$MNT24_IN"
 fstype = "tmpfs"
 writable = true
 EOF
+	} >"$HC24/gpuhc.toml.tmp"
 	mv "$HC24/gpuhc.toml.tmp" "$HC24/gpuhc.toml"
 }
 
@@ -668,44 +680,9 @@ gpu003) SIM="--simulate dgxh100 --inject gpu3:xid=79" ;;
 esac'
 REASON4='gpuhc: gpu.xid: gpu3 (SN 1654922000003, 0000:5d:00.0): XID 79 GPU has fallen off the bus [simulated]'
 
-# rest_only_conf DIR_IN TITLE: the head of a 24.11 scenario's gpuhc.toml:
-# files under DIR_IN (as the chroot sees it), node control through REST
-# only (scontrol does not exist), thermal off (the VM has no sensors).
-rest_only_conf() {
-	cat <<EOF
-# gpuhc e2e, $2
-state_dir = "$1/state/%n"
-lock_file = "$1/state/%n.lock"
-deadline = "20s"
-check_timeout = "5s"
-
-[log]
-level = "debug"
-file = "$1/log/%n.jsonl"
-
-[events]
-file = "$1/log/%n.events.jsonl"
-
-[policy]
-resume_after = 2
-storm_jitter = "0s"
-
-[slurm]
-backend = "auto"
-url = "http://127.0.0.1:$S24_REST_PORT"
-token_file = "$S24_TOKEN_IN"
-user = "slurm"
-scontrol = "/nonexistent/scontrol"
-timeout = "5s"
-retries = 1
-
-[checks.thermal]
-enabled = false
-EOF
-}
 
 write_conf_4() {
-	rest_only_conf "$HC4_IN" "scenario 4 (Slurm 24.11 chroot, simulated GPU fault, REST only)" >"$HC4/gpuhc.toml.tmp"
+	conf24_head "$HC4_IN" "scenario 4 (Slurm 24.11 chroot, simulated GPU fault, REST only)" >"$HC4/gpuhc.toml.tmp"
 	mv "$HC4/gpuhc.toml.tmp" "$HC4/gpuhc.toml"
 }
 
@@ -835,7 +812,7 @@ EOF
 
 write_conf_5() {
 	{
-		rest_only_conf "$HC5_IN" "scenario 5 (Slurm 24.11 chroot, InfiniBand fault, REST only)"
+		conf24_head "$HC5_IN" "scenario 5 (Slurm 24.11 chroot, InfiniBand fault, REST only)"
 		cat <<EOF
 
 [checks.fabric.manager]
