@@ -1,0 +1,54 @@
+// Package kmsg is the one kernel-log pass of a run: it reads the new
+// /dev/kmsg records once (from a cursor kept in the state directory and
+// keyed by boot id), rebuilds the kernel's lines from them, and hands the
+// same lines to every rule that judges the kernel log (gpu.xid, the
+// NVSwitch SXid rules, the host rules).
+//
+// Only kernel records (facility 0) become lines: userspace may write to
+// /dev/kmsg, but only with facility 1 or more, so no program's write can
+// ever drain a node.
+package kmsg
+
+import "context"
+
+// Line is one kernel log line, rebuilt from one or more records.
+type Line struct {
+	Seq      uint64 // the record the line starts in
+	TimeUsec uint64 // microseconds since boot; 0 when unknown (a text replay)
+	// Level is the syslog level (PRI & 7: 0 emerg … 7 debug), or -1 when
+	// the source does not say (a plain dmesg or syslog text replay).
+	Level int
+	Text  string // the message, without prefix, timestamp or newline
+}
+
+// Snapshot is one run's read of the kernel log: the lines since the
+// cursor, the same for every rule.
+type Snapshot struct {
+	BootID string
+	Lines  []Line
+	// Fresh is true when there was no cursor for this boot to go on
+	// from: the pass only found the end of the log, Lines is empty, and
+	// the rules report OK with Started as their message.
+	Fresh bool
+	// Err is set when the log could not be read (or not to its end in
+	// time on a fresh start): rules report ERROR "cannot read the kernel
+	// log: …" and keep repeating what they already hold (sticky FAILs).
+	Err error
+}
+
+// Started is the message of a rule whose first run only found the end of
+// the log.
+const Started = "kernel log cursor started at the end of the log"
+
+// Reader gives each rule of a run the same snapshot, read at most once.
+//
+// A rule calls Snapshot when it runs, judges the lines, saves its own
+// state, and then calls Judged with its name. The program calls Commit
+// once every check has returned: the cursor moves past the snapshot only
+// if every rule registered for the run said Judged, so a rule that timed
+// out (say, waiting on NVML) sees the same lines again next run rather
+// than lose them.
+type Reader interface {
+	Snapshot(ctx context.Context) Snapshot
+	Judged(rule string)
+}
