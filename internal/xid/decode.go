@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/gpu"
 )
 
 // bucketVerdicts is the brief's mapping of the catalogue's immediate
@@ -97,46 +98,9 @@ func linkOf(text string) string {
 //	GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)
 var recoveryChange = regexp.MustCompile(`(?i)recovery action changed from 0x([0-9a-f]+)(?: \(([^)]*)\))? to 0x([0-9a-f]+)(?: \(([^)]*)\))?`)
 
-// RecoveryAction is the driver's GPU recovery action: the values of XID
-// 154 and of NVML's NVML_FI_DEV_GET_GPU_RECOVERY_ACTION field
-// (nvmlDeviceGpuRecoveryAction_t; "NVIDIA GPU Memory Error Management",
-// "Error Recovery and Response Flags").
-type RecoveryAction uint32
-
-// The recovery actions.
-const (
-	RecoveryNone          RecoveryAction = 0
-	RecoveryGPUReset      RecoveryAction = 1
-	RecoveryNodeReboot    RecoveryAction = 2
-	RecoveryDrainP2P      RecoveryAction = 3
-	RecoveryDrainAndReset RecoveryAction = 4
-)
-
-// recoveryVerdicts is design.md §5's table for XID 154 and gpu.recovery.
-var recoveryVerdicts = map[RecoveryAction]struct {
-	name   string
-	status check.Status
-	action check.Action
-}{
-	RecoveryNone:          {"None", check.OK, check.ActionNone},
-	RecoveryGPUReset:      {"GPU Reset Required", check.Fail, check.ActionResetGPU},
-	RecoveryNodeReboot:    {"Node Reboot Required", check.Fail, check.ActionReboot},
-	RecoveryDrainP2P:      {"Drain P2P", check.Fail, check.ActionDrain},
-	RecoveryDrainAndReset: {"Drain and Reset", check.Fail, check.ActionResetGPU},
-}
-
-// Judge is a recovery action's status, action and name ("Node Reboot
-// Required"); a value the table does not know FAILs with drain, since
-// the driver asks for something.
-func (a RecoveryAction) Judge() (check.Status, check.Action, string) {
-	if v, ok := recoveryVerdicts[a]; ok {
-		return v.status, v.action, v.name
-	}
-	return check.Fail, check.ActionDrain, fmt.Sprintf("unknown recovery action 0x%x", uint32(a))
-}
-
-// decode154 takes the new recovery action from the line. The driver's
-// own name for it is kept when the line gives one.
+// decode154 takes the new recovery action from the line, judged as
+// gpu.recovery judges NVML's (gpu.RecoveryAction). The driver's own name
+// for it is kept when the line gives one.
 func decode154(e Event) Verdict {
 	m := recoveryChange.FindStringSubmatch(e.Text)
 	if m == nil {
@@ -146,7 +110,7 @@ func decode154(e Event) Verdict {
 	if err != nil {
 		return Verdict{Status: check.Warn, Message: describe(154) + ": recovery action not decoded"}
 	}
-	st, act, name := RecoveryAction(to).Judge()
+	st, act, name := gpu.RecoveryAction(to).Judge()
 	if m[4] != "" {
 		name = m[4]
 	}
