@@ -22,7 +22,7 @@ func TestSeenCountsBoots(t *testing.T) {
 		{"SN1", "xid48", "b2", 1}, // another problem
 		{"SN2", "xid79", "b2", 1}, // another part
 		{"SN1", "xid79", "b3", 3},
-		{"", "xid79", "b3", 0}, // no serial: not recorded
+		{"", "xid79", "b3", 0},  // no serial: not recorded
 		{"SN1", "xid79", "", 0}, // no boot id: not recorded
 	} {
 		got, err := h.Seen(tc.part, tc.problem, tc.boot)
