@@ -19,17 +19,7 @@ func judgeLines(t *testing.T, tab Table, lines ...string) []Verdict {
 		}
 		evs = append(evs, e)
 	}
-	var out []Verdict
-	for _, e := range evs {
-		var same []Event
-		for _, o := range evs {
-			if o.PCI == e.PCI {
-				same = append(same, o)
-			}
-		}
-		out = append(out, tab.Judge(e, same))
-	}
-	return out
+	return tab.JudgeEach(evs)
 }
 
 // Real XID lines, judged by NVIDIA's catalogue. The expected verdicts

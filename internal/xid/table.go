@@ -240,6 +240,21 @@ type judged struct {
 	Verdict
 }
 
+// JudgeEach judges a batch of XIDs of any GPUs, each among the others
+// of its own GPU (by PCI address), as gpu.xid does: out[i] is events[i]'s
+// verdict. The epilog's XIDs of a job are such a batch.
+func (t Table) JudgeEach(events []Event) []Verdict {
+	byPCI := map[string][]Event{}
+	for _, e := range events {
+		byPCI[e.PCI] = append(byPCI[e.PCI], e)
+	}
+	out := make([]Verdict, len(events))
+	for i, e := range events {
+		out[i] = t.Judge(e, byPCI[e.PCI])
+	}
+	return out
+}
+
 // judgeAll judges a GPU's XIDs of one batch (others, for Judge, are the
 // batch), leaving out those not reported.
 func (t Table) judgeAll(events []Event) []judged {
