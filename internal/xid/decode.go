@@ -125,8 +125,8 @@ var nvlink5Line = regexp.MustCompile(`^([A-Za-z0-9_/]+)\s+(Fatal|Nonfatal|Non-fa
 type nvlink5Rule struct {
 	xid        int
 	unit       string // "RLW_RXPIPE", or alternatives "TLW_RX/TLW_RX_PIPE0"
-	infoV1     string // bit pattern of the interrupt info word, older encoding
-	infoV2     string // the same, newer encoding
+	infoV1     string // bit pattern of the interrupt info word (the table's V1)
+	infoV2     string // the same, the table's V2 encoding
 	status     uint32 // the error status
 	immediate  Bucket // IGNORE, RESET_GPU or XID_154_EVAL
 	severity   string // NVIDIA's: "Fatal", "Non-fatal", "Link Fatal", …

@@ -14,11 +14,11 @@ package xid
 // the unit, the driver's Fatal/Nonfatal, the link, then the interrupt
 // info word and the error status. A row matches when the info word fits
 // one of its two bit patterns (32 characters, bit 31 first; '-' is any
-// bit: the first is the older encoding, the second the newer) and the
-// error status is the row's. Severity and the second action are NVIDIA's
-// words: "Non-fatal*" rows list RESET_GPU as an "Action 2", which the
-// catalogue does not tie to anything the line says, so gpuhc takes the
-// immediate action (the first).
+// bit; the table's "V1" and "V2" encodings of the word: the B200 line
+// above is V1) and the error status is the row's. Severity and the
+// second action are NVIDIA's words: "Non-fatal*" rows list RESET_GPU as
+// an "Action 2", which the catalogue does not tie to anything the line
+// says, so gpuhc takes the immediate action (the first).
 var nvlink5Rules = []nvlink5Rule{
 	{144, "SAW_MVB", "------000000----------0000100001", "------000000-------------0000001", 0x00000001, IgnoreBucket, "Non-fatal", ""},
 	{144, "SAW_MVB", "------000000----------0000100001", "------000000-------------0000001", 0x00000002, ResetGPU, "Fatal", ""},
