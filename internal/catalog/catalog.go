@@ -82,6 +82,7 @@ func gpuChecks(cfg config.Config, env Env) []entry {
 		{g.Driver.Common, func() check.Check { return gpu.NewDriver(n, g.Driver) }},
 		{g.Lost, func() check.Check { return gpu.NewLost(n) }},
 		{g.XID.Common, func() check.Check { return xid.New(n, g.XID, st, env.Kmsg) }},
+		{g.Recovery.Common, func() check.Check { return gpu.NewRecovery(n) }},
 		{g.Memory.Common, func() check.Check { return gpu.NewMemory(n, g.Memory) }},
 		{g.PCIe.Common, func() check.Check { return gpu.NewPCIe(n, g.PCIe, st) }},
 		{g.NVLink.Common, func() check.Check { return gpu.NewNVLink(n, g.NVLink, st) }},

@@ -49,7 +49,7 @@ func TestTasksWithGPU(t *testing.T) {
 		names = append(names, task.Check.Name())
 	}
 	want := "host.cpu host.memory host.modules host.mounts host.processes host.thermal " +
-		"gpu.count gpu.driver gpu.lost gpu.xid gpu.memory gpu.pcie gpu.nvlink gpu.fabric gpu.thermal gpu.config " +
+		"gpu.count gpu.driver gpu.lost gpu.xid gpu.recovery gpu.memory gpu.pcie gpu.nvlink gpu.fabric gpu.thermal gpu.config " +
 		"ib.port ib.counters fabric.manager topology"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("checks\n got %s\nwant %s", got, want)

@@ -211,6 +211,20 @@ var faultMatrix = []matrixCase{
 		reason:  "gpuhc: gpu.xid: gpu3 (SN 1654922000003, 0000:5d:00.0): XID 79 GPU has fallen off the bus",
 	},
 	{
+		// The driver's own verdict, in the kernel log (XID 154) and
+		// from NVML (gpu.recovery), each alone.
+		name: "h100 xid 154 reboot required", model: "dgxh100", inject: []string{"gpu5:xid=154"},
+		check: "gpu.xid", status: check.Fail, action: check.ActionReboot, ids: gpuIDs(5),
+		message: "XID 154 GPU recovery action changed: Node Reboot Required",
+		reason:  "gpuhc: gpu.xid: gpu5 (SN 1654922000005, 0000:ab:00.0): XID 154 GPU recovery action changed: Node Reboot Required",
+	},
+	{
+		name: "h100 recovery action reboot, line lost", model: "dgxh100", inject: []string{"gpu5:recovery=reboot"},
+		check: "gpu.recovery", status: check.Fail, action: check.ActionReboot, ids: gpuIDs(5),
+		message: "GPU recovery action: Node Reboot Required",
+		reason:  "gpuhc: gpu.recovery: gpu5 (SN 1654922000005, 0000:ab:00.0): GPU recovery action: Node Reboot Required",
+	},
+	{
 		name: "h100 xid 79 and gpu lost", model: "dgxh100", inject: []string{"gpu3:xid=79", "gpu3:lost=late"},
 		check: "gpu.lost", status: check.Fail, action: check.ActionReboot, ids: gpuIDs(3),
 		message: "GPU is lost",
@@ -276,7 +290,7 @@ var faultMatrix = []matrixCase{
 		name: "h100 nvml hangs at enumeration", model: "dgxh100", inject: []string{"gpu0:hang"}, cfg: hangFast,
 		check: "gpu.config", status: check.Fail, action: check.ActionReboot, ids: noIDs,
 		message: "NVML did not answer in {N}s",
-		reason:  "gpuhc: gpu.config: host: NVML did not answer in {N}s (+9 more)",
+		reason:  "gpuhc: gpu.config: host: NVML did not answer in {N}s (+10 more)",
 	},
 	{
 		name: "h100 three faults", model: "dgxh100", inject: []string{"gpu1:dbe=1", "gpu6:pcie-width=8", "gpu3:xid=79"},
@@ -455,7 +469,7 @@ var faultMatrix = []matrixCase{
 		name: "b200 nvml hangs on gpu2", model: "dgxb200", inject: []string{"gpu2:hang=late"}, cfg: hangFast,
 		check: "gpu.config", status: check.Fail, action: check.ActionReboot, ids: gpuIDs(2),
 		message: "NVML did not answer in {N}s",
-		reason:  "gpuhc: gpu.config: gpu2 (SN 1795124000002, 0000:52:00.0): NVML did not answer in {N}s (+7 more)",
+		reason:  "gpuhc: gpu.config: gpu2 (SN 1795124000002, 0000:52:00.0): NVML did not answer in {N}s (+8 more)",
 	},
 }
 
@@ -655,8 +669,8 @@ func TestFaultMatrixHealthy(t *testing.T) {
 					t.Errorf("%s %s: SKIP %q", r.Check, r.Component, r.Message)
 				}
 			}
-			if len(checks) != 11 {
-				t.Errorf("%d checks reported, want the 11 gpu.* checks: %v", len(checks), checks)
+			if len(checks) != 12 {
+				t.Errorf("%d checks reported, want the 12 gpu.* checks: %v", len(checks), checks)
 			}
 			if out := dryRunPolicy(t, cfg, results); out.Kind != policy.Nothing || out.Detail != "" {
 				t.Errorf("outcome %s %q, want none", out.Kind, out.Detail)

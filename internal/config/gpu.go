@@ -3,17 +3,19 @@ package config
 // GPU holds the gpu.* checks' settings (design.md §5). Every threshold can
 // be overridden per host in a [[host]] section like any other key.
 type GPU struct {
-	Count   GPUCount   `toml:"count"`
-	Driver  GPUDriver  `toml:"driver"`
-	Lost    Common     `toml:"lost"`
-	XID     XID        `toml:"xid"`
-	Memory  GPUMemory  `toml:"memory"`
-	PCIe    GPUPCIe    `toml:"pcie"`
-	NVLink  GPUNVLink  `toml:"nvlink"`
-	Fabric  Common     `toml:"fabric"`
-	Thermal GPUThermal `toml:"thermal"`
-	Power   Common     `toml:"power"`
-	Config  GPUConfig  `toml:"config"`
+	Count  GPUCount  `toml:"count"`
+	Driver GPUDriver `toml:"driver"`
+	Lost   Common    `toml:"lost"`
+	XID    XID       `toml:"xid"`
+	// Recovery is gpu.recovery: NVML's GPU recovery action.
+	Recovery GPURecovery `toml:"recovery"`
+	Memory   GPUMemory   `toml:"memory"`
+	PCIe     GPUPCIe     `toml:"pcie"`
+	NVLink   GPUNVLink   `toml:"nvlink"`
+	Fabric   Common      `toml:"fabric"`
+	Thermal  GPUThermal  `toml:"thermal"`
+	Power    Common      `toml:"power"`
+	Config   GPUConfig   `toml:"config"`
 }
 
 // GPUCount compares NVML's device count with what the node should have.
@@ -31,14 +33,42 @@ type GPUDriver struct {
 	ExactVersion string `toml:"exact_version"` // "" for none
 }
 
-// XID classifies NVIDIA XID events read from the kernel log.
+// XID judges NVIDIA XID events read from the kernel log. NVIDIA's XID
+// catalogue (internal/xid/catalog.go) is the default; these keys are a
+// site's overrides of it.
 type XID struct {
 	Common
 	// Kmsg is the kernel log device, under root.
 	Kmsg string `toml:"kmsg"`
-	// Drain lists XIDs that fail the GPU; Warn those only counted.
+	// Drain lists XIDs that always fail the GPU, Warn those only
+	// reported: the older way to override the catalogue, still accepted.
+	// Empty by default.
 	Drain []int `toml:"drain"`
 	Warn  []int `toml:"warn"`
+	// EscalateAfter: a drain-class XID seen on the same GPU (by serial)
+	// in more than this many boots asks for an RMA; 0 never.
+	EscalateAfter int `toml:"escalate_after"`
+	// Override replaces the catalogue's verdict for single XIDs.
+	Override []XIDOverride `toml:"override"`
+}
+
+// XIDOverride is a site's verdict for one XID, in place of the
+// catalogue's (and of its decode of the line).
+type XIDOverride struct {
+	XID int `toml:"xid"`
+	// Status is "ok" (not reported), "warn" or "fail".
+	Status string `toml:"status"`
+	// Action for a "fail": drain, drain-after-job, reset-gpu, reboot or
+	// rma; "" takes the catalogue's action for the code.
+	Action string `toml:"action"`
+	// EscalateAfter replaces checks.gpu.xid.escalate_after for this XID;
+	// 0 keeps it, -1 never escalates.
+	EscalateAfter int `toml:"escalate_after"`
+}
+
+// GPURecovery reads the driver's GPU recovery action from NVML.
+type GPURecovery struct {
+	Common
 }
 
 // GPUMemory judges ECC, row remapping and retired pages.
@@ -87,25 +117,23 @@ type GPUConfig struct {
 	ComputeMode string `toml:"compute_mode"`
 }
 
-// DefaultXIDDrain and DefaultXIDWarn are design.md §5's table.
-var (
-	DefaultXIDDrain = []int{48, 62, 64, 74, 79, 95, 109, 119, 120, 140, 144, 145, 146, 147, 148, 149, 150}
-	DefaultXIDWarn  = []int{13, 31, 43, 45, 63, 92, 94}
-)
+// DefaultXIDEscalateAfter is checks.gpu.xid.escalate_after's default.
+const DefaultXIDEscalateAfter = 2
 
 func defaultGPU() GPU {
 	on := Common{Enabled: true}
 	return GPU{
-		Count:   GPUCount{Common: on, Expected: -1},
-		Driver:  GPUDriver{Common: on},
-		Lost:    on,
-		XID:     XID{Common: on, Kmsg: "/dev/kmsg", Drain: append([]int(nil), DefaultXIDDrain...), Warn: append([]int(nil), DefaultXIDWarn...)},
-		Memory:  GPUMemory{Common: on, CorrectableWarn: 1000, RetiredPagesFail: 60},
-		PCIe:    GPUPCIe{Common: on, ReplayWarnDelta: 100},
-		NVLink:  GPUNVLink{Common: on, ExpectedLinks: -1, CRCDeltaMax: 100, ReplayDeltaMax: 100, RecoveryDeltaMax: 1},
-		Fabric:  on,
-		Thermal: GPUThermal{Common: on, MarginCelsius: 5},
-		Power:   on,
-		Config:  GPUConfig{Common: on, Persistence: "warn", MIG: "any", ComputeMode: "any"},
+		Count:    GPUCount{Common: on, Expected: -1},
+		Driver:   GPUDriver{Common: on},
+		Lost:     on,
+		XID:      XID{Common: on, Kmsg: "/dev/kmsg", EscalateAfter: DefaultXIDEscalateAfter},
+		Recovery: GPURecovery{Common: on},
+		Memory:   GPUMemory{Common: on, CorrectableWarn: 1000, RetiredPagesFail: 60},
+		PCIe:     GPUPCIe{Common: on, ReplayWarnDelta: 100},
+		NVLink:   GPUNVLink{Common: on, ExpectedLinks: -1, CRCDeltaMax: 100, ReplayDeltaMax: 100, RecoveryDeltaMax: 1},
+		Fabric:   on,
+		Thermal:  GPUThermal{Common: on, MarginCelsius: 5},
+		Power:    on,
+		Config:   GPUConfig{Common: on, Persistence: "warn", MIG: "any", ComputeMode: "any"},
 	}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"time"
@@ -10,7 +11,7 @@ var driverVersion = regexp.MustCompile(`^[0-9]+(\.[0-9]+){0,2}$`)
 
 func (ps *problems) gpu(g GPU, deadline time.Duration) {
 	for name, c := range map[string]Common{
-		"count": g.Count.Common, "driver": g.Driver.Common, "lost": g.Lost, "xid": g.XID.Common,
+		"count": g.Count.Common, "driver": g.Driver.Common, "lost": g.Lost, "xid": g.XID.Common, "recovery": g.Recovery.Common,
 		"memory": g.Memory.Common, "pcie": g.PCIe.Common, "nvlink": g.NVLink.Common, "fabric": g.Fabric,
 		"thermal": g.Thermal.Common, "power": g.Power, "config": g.Config.Common,
 	} {
@@ -25,13 +26,7 @@ func (ps *problems) gpu(g GPU, deadline time.Duration) {
 		}
 	}
 	ps.absPath("checks.gpu.xid.kmsg", g.XID.Kmsg, false)
-	ps.xids("checks.gpu.xid.drain", g.XID.Drain)
-	ps.xids("checks.gpu.xid.warn", g.XID.Warn)
-	for _, x := range g.XID.Drain {
-		if slices.Contains(g.XID.Warn, x) {
-			ps.add("checks.gpu.xid.warn", "XID %d is also in checks.gpu.xid.drain", x)
-		}
-	}
+	ps.xid(g.XID)
 	if g.Memory.RetiredPagesFail < 1 {
 		ps.add("checks.gpu.memory.retired_pages_fail", "must be at least 1, got %d", g.Memory.RetiredPagesFail)
 	}
@@ -47,9 +42,61 @@ func (ps *problems) gpu(g GPU, deadline time.Duration) {
 }
 
 func (ps *problems) xids(key string, xs []int) {
-	for _, x := range xs {
+	seen := map[int]bool{}
+	for i, x := range xs {
+		at := fmt.Sprintf("%s[%d]", key, i)
 		if x < 1 || x > 999 {
-			ps.add(key, "XID %d is out of range 1 to 999", x)
+			ps.add(at, "XID %d is out of range 1 to 999", x)
+		}
+		if seen[x] {
+			ps.add(at, "XID %d is listed twice", x)
+		}
+		seen[x] = true
+	}
+}
+
+// xidStatuses and xidActions are what a [[checks.gpu.xid.override]] may say.
+var (
+	xidStatuses = []string{"ok", "warn", "fail"}
+	xidActions  = []string{"drain", "drain-after-job", "reset-gpu", "reboot", "rma"}
+)
+
+// xid checks the site's overrides of NVIDIA's XID catalogue: each XID
+// once, in range, with a status and action gpuhc knows.
+func (ps *problems) xid(c XID) {
+	ps.xids("checks.gpu.xid.drain", c.Drain)
+	ps.xids("checks.gpu.xid.warn", c.Warn)
+	for i, x := range c.Warn {
+		if slices.Contains(c.Drain, x) {
+			ps.add(fmt.Sprintf("checks.gpu.xid.warn[%d]", i), "XID %d is also in checks.gpu.xid.drain", x)
+		}
+	}
+	if c.EscalateAfter < 0 || c.EscalateAfter > 100 {
+		ps.add("checks.gpu.xid.escalate_after", "want 0 (never) to 100 boots, got %d", c.EscalateAfter)
+	}
+	seen := map[int]bool{}
+	for i, o := range c.Override {
+		at := fmt.Sprintf("checks.gpu.xid.override[%d]", i)
+		switch {
+		case o.XID < 1 || o.XID > 999:
+			ps.add(at+".xid", "XID %d is out of range 1 to 999", o.XID)
+		case seen[o.XID]:
+			ps.add(at+".xid", "XID %d has an override already", o.XID)
+		case slices.Contains(c.Drain, o.XID) || slices.Contains(c.Warn, o.XID):
+			ps.add(at+".xid", "XID %d is also in checks.gpu.xid.drain or warn", o.XID)
+		}
+		seen[o.XID] = true
+		if !slices.Contains(xidStatuses, o.Status) {
+			ps.add(at+".status", "%q: want one of %q", o.Status, xidStatuses)
+		}
+		switch {
+		case o.Status == "fail" && o.Action != "" && !slices.Contains(xidActions, o.Action):
+			ps.add(at+".action", "%q: want one of %q, or none for the catalogue's", o.Action, xidActions)
+		case o.Status != "fail" && o.Action != "" && o.Action != "none":
+			ps.add(at+".action", "%q: only a \"fail\" has an action", o.Action)
+		}
+		if o.EscalateAfter < -1 || o.EscalateAfter > 100 {
+			ps.add(at+".escalate_after", "want -1 (never), 0 (checks.gpu.xid.escalate_after) or 1 to 100 boots, got %d", o.EscalateAfter)
 		}
 	}
 }

@@ -17,6 +17,13 @@ import (
 // device, function.
 var sysfsName = regexp.MustCompile(`^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
 
+// LogPattern is a PCI address as drivers write it in kernel log lines,
+// for use inside a regular expression: any case, a domain of 4 to 8 hex
+// digits (VMD domains have 5, NVML pads to 8), the function optional
+// ("0000:4e:00", "10000:01:00.0"). Normalize turns a match into the
+// sysfs name.
+const LogPattern = `[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?`
+
 // IsSysfs reports whether s names a PCI function exactly as sysfs does
 // ("0000:18:00.0"); text read from sysfs must pass it before it is used
 // as an address or in a path.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/escalate"
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/statefile"
 )
@@ -165,11 +166,11 @@ func (c *xidCheck) inventory(ctx context.Context) (*gpu.Inventory, error) {
 // read false (the log could not be read) it only repeats sticky FAILs.
 // none is the message of a GPU with nothing to report.
 func (c *xidCheck) judge(st *state, inv *gpu.Inventory, invErr error, events []Event, read bool, none string) []check.Result {
+	// Every XID is grouped, reported or not: XID 45 and 48 are judged by
+	// the other XIDs of their GPU (Table.Judge).
 	byPCI := map[string][]Event{}
 	for _, e := range events {
-		if c.table.Class(e.XID) != Ignore {
-			byPCI[e.PCI] = append(byPCI[e.PCI], e)
-		}
+		byPCI[e.PCI] = append(byPCI[e.PCI], e)
 	}
 	var out []check.Result
 	known := map[string]bool{}
@@ -222,8 +223,9 @@ func unknownPCIs(st *state, byPCI map[string][]Event, known map[string]bool) []s
 // list, which is named by the address (the index would be wrong: indices
 // shift when a GPU drops out) and the serial it last had.
 func (c *xidCheck) verdict(st *state, pci string, events []Event, g *gpu.GPU, read bool, none string) (check.Result, bool) {
+	found := c.table.judgeAll(events)
 	gs := st.GPUs[pci]
-	if len(events) > 0 {
+	if len(found) > 0 {
 		gs = st.gpu(pci)
 	}
 	r := check.Result{Component: pci, IDs: check.IDs{PCIBusID: pci}}
@@ -239,8 +241,8 @@ func (c *xidCheck) verdict(st *state, pci string, events []Event, g *gpu.GPU, re
 		}
 	}
 	switch {
-	case len(events) > 0:
-		c.record(gs, events, &r)
+	case len(found) > 0:
+		c.record(st.BootID, gs, found, &r)
 	case gs != nil && gs.Fail != nil:
 		r.Status, r.Action, r.Message = check.Fail, gs.Fail.Action, gs.Fail.Message
 	case !read || g == nil:
@@ -253,24 +255,27 @@ func (c *xidCheck) verdict(st *state, pci string, events []Event, g *gpu.GPU, re
 	return r, true
 }
 
-// record counts a GPU's new XIDs and fills its result: a drain-class XID
-// FAILs and becomes the boot's sticky failure unless a worse one already
-// is; warn-class ones WARN, unless the GPU already FAILs this boot.
-func (c *xidCheck) record(gs *gpuState, events []Event, r *check.Result) {
-	gs.Count += len(events)
-	worst := events[0]
-	for _, e := range events[1:] {
-		if c.table.worse(e, worst) {
-			worst = e
+// record counts a GPU's reported XIDs and fills its result: a FAIL
+// becomes the boot's sticky failure unless a worse one already is (and
+// asks for an RMA when the GPU had it in too many boots before, see
+// escalate); WARNs are reported unless the GPU already FAILs this boot.
+func (c *xidCheck) record(boot string, gs *gpuState, found []judged, r *check.Result) {
+	gs.Count += len(found)
+	worst := found[0]
+	for _, j := range found[1:] {
+		if worse(j, worst) {
+			worst = j
 		}
 	}
-	msg := describe(worst.XID)
-	more := len(events) - 1
-	if c.table.Class(worst.XID) == Drain {
+	msg := worst.Message
+	more := len(found) - 1
+	if worst.Status == check.Fail {
+		action, note := c.escalate(boot, gs.IDs.Serial, worst)
+		msg += note
 		if more > 0 {
 			msg += fmt.Sprintf(" (+%d more XIDs)", more)
 		}
-		cand := &sticky{XID: worst.XID, Seq: worst.Seq, Action: c.table.Action(worst.XID), Message: msg}
+		cand := &sticky{XID: worst.XID, Seq: worst.Seq, Action: action, Message: msg}
 		if gs.Fail == nil || severity(cand.Action) >= severity(gs.Fail.Action) {
 			gs.Fail = cand
 		}
@@ -286,4 +291,40 @@ func (c *xidCheck) record(gs *gpuState, events []Event, r *check.Result) {
 	notes = append(notes, fmt.Sprintf("%d this boot", gs.Count))
 	r.Status, r.Action = check.Warn, check.ActionNone
 	r.Message = fmt.Sprintf("%s (%s)", msg, strings.Join(notes, ", "))
+}
+
+// historyFile keeps, per GPU serial and XID, the boots that XID FAILed
+// in (package escalate).
+const historyFile = "gpu-xid-history.json"
+
+// escalate records a FAIL in the GPU's cross-boot history, keyed by its
+// serial so that a GPU moved to another slot keeps it, and returns the
+// action: an RMA once the XID was seen in more than j.EscalateAfter
+// boots, with a note saying so (" (3rd boot with it: rma)"). A GPU
+// without a known serial, or a history that cannot be read, is not
+// escalated: the FAIL stands as the catalogue has it.
+func (c *xidCheck) escalate(boot, serial string, j judged) (check.Action, string) {
+	if j.EscalateAfter <= 0 || serial == "" {
+		return j.Action, ""
+	}
+	n, err := escalate.New(c.dir, historyFile).Seen(serial, fmt.Sprintf("xid%d", j.XID), boot)
+	if err != nil || n <= j.EscalateAfter {
+		return j.Action, ""
+	}
+	return check.ActionRMA, fmt.Sprintf(" (%s boot with it: rma)", ordinal(n))
+}
+
+// ordinal writes 3 as "3rd".
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
 }

@@ -155,19 +155,31 @@ func TestSimulators(t *testing.T) {
 			{"gsp timeout", []string{"gpu7:xid=119"}, [][]want{oks(0, 7),
 				{{"gpu7", check.Fail, check.ActionResetGPU, "XID 119 GSP RPC timeout", 7, 7}}}},
 			{"nvlink", []string{"gpu2:xid=74"}, [][]want{oks(0, 2),
-				{{"gpu2", check.Fail, check.ActionResetGPU, "XID 74 NVLink error", 2, 2}}, oks(3, 8)}},
+				{{"gpu2", check.Fail, check.ActionResetGPU, "XID 74 NVLink error: link 14", 2, 2}}, oks(3, 8)}},
 			{"warn", []string{"gpu1:xid=13"}, [][]want{oks(0, 1),
 				{{"gpu1", check.Warn, "", "XID 13 graphics engine exception (1 this boot)", 1, 1}}, oks(2, 8)}},
 			{"warns counted", []string{"gpu1:xid=31", "gpu1:xid=13", "gpu1:xid=31"}, [][]want{oks(0, 1),
 				{{"gpu1", check.Warn, "", "XID 31 GPU memory page fault (+2 more XIDs, 3 this boot)", 1, 1}}, oks(2, 8)}},
 			{"drain beats warn", []string{"gpu5:xid=94", "gpu5:xid=45", "gpu5:xid=64"}, [][]want{oks(0, 5),
-				{{"gpu5", check.Fail, check.ActionResetGPU, "XID 64 ECC page retirement or row remapping recording failure (+2 more XIDs)", 5, 5}}, oks(6, 8)}},
-			{"two GPUs", []string{"gpu2:xid=92", "gpu6:xid=140"}, [][]want{oks(0, 2),
-				{{"gpu2", check.Warn, "", "XID 92 high single-bit ECC error rate (1 this boot)", 2, 2}}, oks(3, 6),
+				{{"gpu5", check.Fail, check.ActionResetGPU, "XID 64 ECC page retirement or row remapping recording failure (+1 more XIDs)", 5, 5}}, oks(6, 8)}},
+			{"two GPUs", []string{"gpu2:xid=94", "gpu6:xid=140"}, [][]want{oks(0, 2),
+				{{"gpu2", check.Warn, "", "XID 94 contained ECC error (1 this boot)", 2, 2}}, oks(3, 6),
 				{{"gpu6", check.Fail, check.ActionResetGPU, "XID 140 unrecovered ECC error", 6, 6}}, oks(7, 8)}},
-			{"nvlink5 range", []string{"gpu4:xid=149"}, [][]want{oks(0, 4),
-				{{"gpu4", check.Fail, check.ActionResetGPU, "XID 149 NVLink NETIR error", 4, 4}}, oks(5, 8)}},
-			{"ignored xid", []string{"gpu5:xid=154", "gpu5:xid=8"}, [][]want{oks(0, 8)}},
+			// The simulator's 149 is NETIR_LINK_EVT Fatal, a RESET_GPU row
+			// of NVIDIA's decode table; its 145 the RLW_RXPIPE Nonfatal
+			// line healthy B200s log, an IGNORE row.
+			{"nvlink5 fatal", []string{"gpu4:xid=149"}, [][]want{oks(0, 4),
+				{{"gpu4", check.Fail, check.ActionResetGPU, "XID 149 NVLink NETIR error: NETIR_LINK_EVT Fatal, link 8, status 0x00000000", 4, 4}}, oks(5, 8)}},
+			{"nvlink5 nonfatal", []string{"gpu4:xid=145"}, [][]want{oks(0, 8)}},
+			{"recovery action", []string{"gpu5:xid=154"}, [][]want{oks(0, 5),
+				{{"gpu5", check.Fail, check.ActionReboot, "XID 154 GPU recovery action changed: Node Reboot Required", 5, 5}}, oks(6, 8)}},
+			{"ignored xids", []string{"gpu5:xid=43", "gpu5:xid=63", "gpu6:xid=92"}, [][]want{oks(0, 8)}},
+			{"45 alone", []string{"gpu2:xid=45"}, [][]want{oks(0, 2),
+				{{"gpu2", check.Warn, "", "XID 45 preemptive cleanup, due to previous errors (1 this boot)", 2, 2}}, oks(3, 8)}},
+			{"45 after 48", []string{"gpu2:xid=48", "gpu2:xid=45"}, [][]want{oks(0, 2),
+				{{"gpu2", check.Fail, check.ActionResetGPU, "XID 48 double-bit ECC error", 2, 2}}, oks(3, 8)}},
+			{"48 contained", []string{"gpu2:xid=48", "gpu2:xid=94", "gpu2:xid=45"}, [][]want{oks(0, 2),
+				{{"gpu2", check.Warn, "", "XID 48 double-bit ECC error (contained: XID 94) (+1 more XIDs, 2 this boot)", 2, 2}}, oks(3, 8)}},
 			// The GPU fell off the bus before NVML enumerated it: it is
 			// named by PCI address, and the GPUs after it are renumbered.
 			{"xid 79, GPU gone from NVML", []string{"gpu3:missing", "gpu3:xid=79"}, [][]want{oks(0, 3),
@@ -292,13 +304,13 @@ func TestCursorAcrossRuns(t *testing.T) {
 	step(t, m, boot, oks(0, 1), []want{okMsg(1, "no new XIDs (1 this boot)")}, oks(2, 3), xid79, oks(4, 8))
 
 	// More XIDs after the cursor: only they are counted.
-	m = machine(t, "dgxh100", "gpu1:xid=13", "gpu3:xid=79", "gpu1:xid=13", "gpu3:xid=79", "gpu1:xid=31", "gpu6:xid=43")
+	m = machine(t, "dgxh100", "gpu1:xid=13", "gpu3:xid=79", "gpu1:xid=13", "gpu3:xid=79", "gpu1:xid=31", "gpu6:xid=8")
 	step(t, m, boot, oks(0, 1), []want{{"gpu1", check.Warn, "", "XID 31 GPU memory page fault (2 this boot)", 1, 1}}, oks(2, 3), xid79,
-		oks(4, 6), []want{{"gpu6", check.Warn, "", "XID 43 GPU stopped processing (1 this boot)", 6, 6}}, oks(7, 8))
+		oks(4, 6), []want{{"gpu6", check.Warn, "", "XID 8 GPU stopped processing (1 this boot)", 6, 6}}, oks(7, 8))
 
 	// A milder XID on the failed GPU (a smaller action) leaves its reason
 	// as it was.
-	m = machine(t, "dgxh100", "gpu1:xid=13", "gpu3:xid=79", "gpu1:xid=13", "gpu3:xid=79", "gpu1:xid=31", "gpu6:xid=43", "gpu3:xid=13", "gpu3:xid=48")
+	m = machine(t, "dgxh100", "gpu1:xid=13", "gpu3:xid=79", "gpu1:xid=13", "gpu3:xid=79", "gpu1:xid=31", "gpu6:xid=8", "gpu3:xid=13", "gpu3:xid=48")
 	step(t, m, boot, oks(0, 1), []want{okMsg(1, "no new XIDs (2 this boot)")}, oks(2, 3), xid79,
 		oks(4, 6), []want{okMsg(6, "no new XIDs (1 this boot)")}, oks(7, 8))
 
@@ -440,19 +452,23 @@ func TestSplitLineAcrossRuns(t *testing.T) {
 
 // Sites override the table per host.
 func TestConfigOverride(t *testing.T) {
+	// The old drain and warn lists override the catalogue for their
+	// XIDs only: 95 is still the catalogue's RESET_GPU.
 	c := defaults()
 	c.Drain = []int{13, 79}
 	c.Warn = []int{48}
 	m := machine(t, "dgxh100", "gpu0:xid=13", "gpu1:xid=48", "gpu2:xid=95", "gpu3:xid=79")
 	expect(t, m, run(newCheck(m, c, statefile.Dir{Path: t.TempDir()}, simSrc(m))),
 		[]want{{"gpu0", check.Fail, check.ActionDrain, "XID 13 graphics engine exception", 0, 0},
-			{"gpu1", check.Warn, "", "XID 48 double-bit ECC error (1 this boot)", 1, 1}, ok(2),
+			{"gpu1", check.Warn, "", "XID 48 double-bit ECC error (1 this boot)", 1, 1},
+			{"gpu2", check.Fail, check.ActionResetGPU, "XID 95 uncontained ECC error", 2, 2},
 			{"gpu3", check.Fail, check.ActionReboot, "XID 79 GPU has fallen off the bus", 3, 3}}, oks(4, 8))
 
 	c.Drain, c.Warn = []int{300}, nil
 	m = machine(t, "dgxh100", "gpu7:xid=300", "gpu6:xid=79")
 	expect(t, m, run(newCheck(m, c, statefile.Dir{Path: t.TempDir()}, simSrc(m))),
-		oks(0, 7), []want{{"gpu7", check.Fail, check.ActionDrain, "XID 300 unlisted XID", 7, 7}})
+		oks(0, 6), []want{{"gpu6", check.Fail, check.ActionReboot, "XID 79 GPU has fallen off the bus", 6, 6},
+			{"gpu7", check.Fail, check.ActionDrain, "XID 300 unlisted XID", 7, 7}})
 }
 
 // Could not read the kernel log: ERROR, never FAIL; a GPU already known
@@ -495,7 +511,9 @@ func TestDumpThroughCheck(t *testing.T) {
 	}
 	rs := run(c)
 	got := fmt.Sprint(summary(rs))
-	want := "[0000:2a:00.0 WARN none XID 94 contained ECC error (+1 more XIDs, 2 this boot) 0000:5d:00.0 FAIL reboot XID 79 GPU has fallen off the bus]"
+	// 2a: the XID 45 follows the 94 and is not reported; 5d: the 154
+	// asks for the same reboot as the 79, which came first.
+	want := "[0000:2a:00.0 WARN none XID 94 contained ECC error (1 this boot) 0000:5d:00.0 FAIL reboot XID 79 GPU has fallen off the bus (+1 more XIDs)]"
 	if got != want {
 		t.Errorf("results %s, want %s", got, want)
 	}

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpuhc/gpuhc/internal/gpu"
+	"github.com/gpuhc/gpuhc/internal/pciaddr"
 )
 
 // Event is one XID the NVIDIA driver logged.
@@ -27,7 +27,10 @@ type Event struct {
 //
 // Only "NVRM: Xid" at the start of a line counts: NVSwitch "SXid" lines
 // and text that merely mentions an XID are not XIDs of a GPU.
-var xidLine = regexp.MustCompile(`^NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4}(?:[0-9a-fA-F]{4})?:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\): ([0-9]{1,4})(,.*)?$`)
+//
+// The domain has 4 to 8 digits (pciaddr.LogPattern): a GPU behind an
+// Intel VMD controller sits in a 5-digit domain ("PCI:10000:01:00").
+var xidLine = regexp.MustCompile(`^NVRM: Xid \((?:PCI:)?(` + pciaddr.LogPattern + `)\): ([0-9]{1,4})(,.*)?$`)
 
 // ParseLine reads one kernel log line; ok is false for anything but a
 // well-formed XID line (XID 1 to 999 on a PCI address).
@@ -40,7 +43,7 @@ func ParseLine(line string) (Event, bool) {
 	if err != nil || x < 1 || x > 999 {
 		return Event{}, false
 	}
-	return Event{XID: x, PCI: gpu.NormalizePCI(m[1]), Text: strings.TrimSpace(strings.TrimPrefix(m[3], ","))}, true
+	return Event{XID: x, PCI: pciaddr.Normalize(m[1]), Text: strings.TrimSpace(strings.TrimPrefix(m[3], ","))}, true
 }
 
 // line is one kernel log line rebuilt from one or more records.

@@ -11,8 +11,9 @@ import (
 // catalog (docs.nvidia.com/deploy/xid-errors, "Analyzing Xid Errors with
 // the Xid Catalog") and the driver's nverror.h. The words are the
 // catalog's description, lightly shortened; the reason an admin reads at
-// 3 a.m. is "XID 79 GPU has fallen off the bus". Codes missing here are
-// named "unlisted XID" and still classified by the config's lists.
+// 3 a.m. is "XID 79 GPU has fallen off the bus". Codes missing here take
+// the catalogue's description (catalog.go); codes it does not list are
+// "unlisted XID".
 var meanings = map[int]string{
 	8:   "GPU stopped processing",
 	11:  "invalid or corrupted push buffer stream",
@@ -88,37 +89,132 @@ func Meaning(x int) string {
 	if m, ok := meanings[x]; ok {
 		return m
 	}
+	if e, ok := Lookup(x); ok && e.Used() {
+		return e.Description
+	}
 	return "unlisted XID"
 }
 
-// actions suggests what to do about a drain-class XID, after the
-// catalog's "immediate action" bucket: RESTART_BM (79) needs the node
-// rebooted, RESET_GPU (and the ECC, GSP and NVLink workflows that end in
-// one) a GPU reset. A site that moves another XID into the drain list
-// gets the plain "drain".
-var actions = map[int]check.Action{
-	46:  check.ActionResetGPU,
-	48:  check.ActionResetGPU,
-	62:  check.ActionResetGPU,
-	64:  check.ActionResetGPU,
-	74:  check.ActionResetGPU,
-	79:  check.ActionReboot,
-	95:  check.ActionResetGPU,
-	109: check.ActionResetGPU,
-	110: check.ActionReboot,
-	119: check.ActionResetGPU,
-	120: check.ActionResetGPU,
-	136: check.ActionResetGPU,
-	140: check.ActionResetGPU,
-	143: check.ActionResetGPU,
-	144: check.ActionResetGPU,
-	145: check.ActionResetGPU,
-	146: check.ActionResetGPU,
-	147: check.ActionResetGPU,
-	148: check.ActionResetGPU,
-	149: check.ActionResetGPU,
-	150: check.ActionResetGPU,
-	158: check.ActionResetGPU,
+// Class is what gpuhc does about an XID, by its code alone.
+type Class int
+
+// The classes, in order of severity.
+const (
+	Ignore Class = iota // not reported (counted at most)
+	Warn                // counted and reported as WARN
+	Drain               // FAIL, for the rest of the boot
+)
+
+// DefaultEscalateAfter is how many earlier boots may have seen a
+// drain-class XID on one GPU before the next one asks for an RMA.
+const DefaultEscalateAfter = 2
+
+// Verdict is gpuhc's judgement of one XID line.
+type Verdict struct {
+	Status  check.Status // OK: not reported
+	Action  check.Action // none unless Status is FAIL
+	Message string       // "XID 154 GPU recovery action changed: Node Reboot Required"
+	// EscalateAfter: seen on the same GPU in more boots than this, a
+	// FAIL becomes an RMA; 0 never.
+	EscalateAfter int
+}
+
+func (v Verdict) class() Class {
+	switch v.Status {
+	case check.Fail:
+		return Drain
+	case check.Warn:
+		return Warn
+	}
+	return Ignore
+}
+
+// rule is a site's word on one XID, which replaces the catalogue's.
+type rule struct {
+	status        check.Status
+	action        check.Action // "" : the catalogue's action for the code
+	escalateAfter int          // 0: the table's default; -1: never
+}
+
+// Table judges XIDs: NVIDIA's catalogue (catalog.go), its workflows
+// decoded from the line (decode.go), and the site's overrides from the
+// config (the old drain and warn lists, then [[checks.gpu.xid.override]]).
+type Table struct {
+	rules         map[int]rule
+	escalateAfter int
+}
+
+// NewTable builds the table from the config. The loader rejects an XID
+// listed twice; should one slip through, the override table beats the
+// lists, and drain beats warn.
+func NewTable(c config.XID) Table {
+	t := Table{rules: map[int]rule{}, escalateAfter: c.EscalateAfter}
+	for _, x := range c.Warn {
+		t.rules[x] = rule{status: check.Warn}
+	}
+	for _, x := range c.Drain {
+		t.rules[x] = rule{status: check.Fail}
+	}
+	for _, o := range c.Override {
+		st, err := check.ParseStatus(o.Status)
+		if err != nil {
+			continue // the loader rejects it
+		}
+		t.rules[o.XID] = rule{status: st, action: check.Action(o.Action), escalateAfter: o.EscalateAfter}
+	}
+	return t
+}
+
+// Class is x's class by its code alone, as the epilog uses it: a
+// workflow XID whose verdict depends on the line (144 to 150, 154) is
+// Warn here, since without the line nothing says it must drain.
+func (t Table) Class(x int) Class { return t.Judge(Event{XID: x}, nil).class() }
+
+// Action is the suggested action for x by its code alone: none unless it
+// is Drain.
+func (t Table) Action(x int) check.Action { return t.Judge(Event{XID: x}, nil).Action }
+
+// Judge is e's verdict. others are the GPU's other XIDs of the same
+// batch (e among them or not): XID 45 follows another XID, and XID 48
+// follows an XID 94 (a contained error). A site's rule for the code
+// replaces the catalogue's, workflow and all.
+func (t Table) Judge(e Event, others []Event) Verdict {
+	v := catalogVerdict(e, others)
+	if r, ok := t.rules[e.XID]; ok {
+		v = r.apply(e.XID, v)
+	}
+	if v.Status != check.Fail {
+		v.Action, v.EscalateAfter = check.ActionNone, 0
+		return v
+	}
+	v.EscalateAfter = t.escalateAfter
+	if r, ok := t.rules[e.XID]; ok && r.escalateAfter != 0 {
+		v.EscalateAfter = max(r.escalateAfter, 0)
+	}
+	return v
+}
+
+// apply puts the site's rule in place of the catalogue's verdict v.
+func (r rule) apply(x int, v Verdict) Verdict {
+	out := Verdict{Status: r.status, Action: r.action, Message: describe(x)}
+	if out.Status == check.Fail && out.Action == "" {
+		out.Action = codeAction(x)
+	}
+	return out
+}
+
+// codeAction is what a FAIL of code x asks for when the line is not
+// decoded (a site moved it into the drain list): the catalogue's action
+// where it is one, a GPU reset for the workflows that end in one.
+func codeAction(x int) check.Action {
+	e, _ := Lookup(x)
+	switch e.Immediate {
+	case RestartBM:
+		return check.ActionReboot
+	case ResetGPU, WorkflowXID48, WorkflowNVLinkErr, WorkflowNVLink5Err:
+		return check.ActionResetGPU
+	}
+	return check.ActionDrain
 }
 
 // severity orders actions so the worst XID of a GPU is the one named.
@@ -138,56 +234,46 @@ func severity(a check.Action) int {
 	return 0
 }
 
-// Class is what gpuhc does about an XID.
-type Class int
-
-// The classes, in order of severity.
-const (
-	Ignore Class = iota // neither list: not reported
-	Warn                // counted and reported as WARN
-	Drain               // FAIL, for the rest of the boot
-)
-
-// Table classifies XIDs: config.XID's drain and warn lists (design.md §5's
-// defaults, which a site may override per host).
-type Table struct {
-	class map[int]Class
+// judged is an XID with its verdict.
+type judged struct {
+	Event
+	Verdict
 }
 
-// NewTable builds the table from the config's lists. The config loader
-// rejects an XID in both lists; should one slip through, drain wins.
-func NewTable(c config.XID) Table {
-	t := Table{class: map[int]Class{}}
-	for _, x := range c.Warn {
-		t.class[x] = Warn
+// JudgeEach judges a batch of XIDs of any GPUs, each among the others
+// of its own GPU (by PCI address), as gpu.xid does: out[i] is events[i]'s
+// verdict. The epilog's XIDs of a job are such a batch.
+func (t Table) JudgeEach(events []Event) []Verdict {
+	byPCI := map[string][]Event{}
+	for _, e := range events {
+		byPCI[e.PCI] = append(byPCI[e.PCI], e)
 	}
-	for _, x := range c.Drain {
-		t.class[x] = Drain
+	out := make([]Verdict, len(events))
+	for i, e := range events {
+		out[i] = t.Judge(e, byPCI[e.PCI])
 	}
-	return t
+	return out
 }
 
-// Class returns x's class.
-func (t Table) Class(x int) Class { return t.class[x] }
-
-// Action is the suggested action for x: none for warn and ignored XIDs.
-func (t Table) Action(x int) check.Action {
-	if t.class[x] != Drain {
-		return check.ActionNone
+// judgeAll judges a GPU's XIDs of one batch (others, for Judge, are the
+// batch), leaving out those not reported.
+func (t Table) judgeAll(events []Event) []judged {
+	var out []judged
+	for _, e := range events {
+		if v := t.Judge(e, events); v.Status > check.OK {
+			out = append(out, judged{e, v})
+		}
 	}
-	if a, ok := actions[x]; ok {
-		return a
-	}
-	return check.ActionDrain
+	return out
 }
 
-// worse reports whether a (an XID) is worse than b for the same GPU: drain
-// before warn, then the more drastic action, then the earlier event.
-func (t Table) worse(a, b Event) bool {
-	if ca, cb := t.Class(a.XID), t.Class(b.XID); ca != cb {
-		return ca > cb
+// worse reports whether a is worse than b for the same GPU: FAIL before
+// WARN, then the more drastic action, then the earlier event.
+func worse(a, b judged) bool {
+	if a.Status != b.Status {
+		return a.Status > b.Status
 	}
-	if sa, sb := severity(t.Action(a.XID)), severity(t.Action(b.XID)); sa != sb {
+	if sa, sb := severity(a.Action), severity(b.Action); sa != sb {
 		return sa > sb
 	}
 	return a.Seq < b.Seq

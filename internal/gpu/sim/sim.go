@@ -40,7 +40,7 @@ type part struct {
 }
 
 // parts are applied in this order; later parts may rely on earlier ones.
-var parts = []part{basePart, memoryPart, pciePart, thermalPart, powerPart, configPart, nvlinkPart, fabricPart, xidPart, processesPart}
+var parts = []part{basePart, memoryPart, pciePart, thermalPart, powerPart, configPart, nvlinkPart, fabricPart, xidPart, processesPart, recoveryPart}
 
 // Spec is one parsed --inject item: "gpu3:xid=79".
 type Spec struct {

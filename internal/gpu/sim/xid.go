@@ -61,6 +61,11 @@ var xidTexts = map[int]string{
 	119: "pid='<unknown>', name=<unknown>, Timeout after 6s of waiting for RPC response from GPU1 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).",
 	120: "pid='<unknown>', name=<unknown>, GSP task timeout @ pc:0x4bd36ec, task: 1",
 	140: "pid='<unknown>', name=<unknown>, An unrecovered ECC error has been detected on the GPU",
+	// A healthy B200's line (issue 11) and a NETIR link-down line
+	// (leptonai/gpud components/accelerator/nvidia/xid tests).
+	145: "RLW_RXPIPE Nonfatal XC0 i0 Link 13 (0x0409a0c2 0x00000008 0x00000000 0x00000000 0x00000000 0x00000000)",
+	149: "NETIR_LINK_EVT Fatal XC0 i0 Link 08 (0x004505c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)",
+	154: "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)",
 }
 
 // faultXID: "gpuN:xid=79" — the driver logs XID 79 (any of 1 to 999) on

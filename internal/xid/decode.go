@@ -1,0 +1,229 @@
+package xid
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/gpu"
+)
+
+// bucketVerdicts is the brief's mapping of the catalogue's immediate
+// actions to gpuhc's verdicts (design.md §5). The workflows are decoded
+// from the line instead (catalogVerdict). Buckets the mapping does not
+// name (RESTART_VM, CHECK_UVM, none listed) are reported, never drained:
+// NVIDIA asks for nothing gpuhc could do to the node.
+var bucketVerdicts = map[Bucket]Verdict{
+	RestartBM:        {Status: check.Fail, Action: check.ActionReboot},
+	ResetGPU:         {Status: check.Fail, Action: check.ActionResetGPU},
+	RestartApp:       {Status: check.Warn},
+	IgnoreBucket:     {Status: check.OK},
+	ContactSupport:   {Status: check.Fail, Action: check.ActionDrain},
+	CheckMechanicals: {Status: check.Fail, Action: check.ActionDrain},
+	UpdateSWFW:       {Status: check.Warn},
+	RestartVM:        {Status: check.Warn},
+	CheckUVM:         {Status: check.Warn},
+	NotListed:        {Status: check.Warn},
+}
+
+// catalogVerdict is the catalogue's verdict on e, workflows decoded.
+func catalogVerdict(e Event, others []Event) Verdict {
+	entry, ok := Lookup(e.XID)
+	if !ok {
+		return Verdict{Status: check.Warn, Message: describe(e.XID) + " (not in NVIDIA's catalogue)"}
+	}
+	switch entry.Immediate {
+	case WorkflowXID45:
+		return decode45(e, others)
+	case WorkflowXID48:
+		return decode48(e, others)
+	case WorkflowNVLinkErr:
+		return Verdict{Status: check.Fail, Action: check.ActionResetGPU, Message: describe(e.XID) + linkOf(e.Text)}
+	case WorkflowNVLink5Err:
+		return decodeNVLink5(e)
+	case WorkflowXID154:
+		return decode154(e)
+	}
+	v := bucketVerdicts[entry.Immediate]
+	v.Message = describe(e.XID)
+	return v
+}
+
+// decode45: "Solo: RESTART_FM; Not Solo: IGNORE (follow other Xid)"
+// (the catalogue's investigatory action for 45). The preemptive cleanup
+// after another XID on the same GPU is that XID's consequence, and that
+// XID carries the verdict; alone it is reported.
+func decode45(e Event, others []Event) Verdict {
+	for _, o := range others {
+		if o.XID != 45 {
+			return Verdict{Status: check.OK, Message: fmt.Sprintf("%s (follows XID %d)", describe(45), o.XID)}
+		}
+	}
+	return Verdict{Status: check.Warn, Message: describe(45)}
+}
+
+// decode48: a double-bit ECC error. On GPUs with error containment
+// (Ampere and later) the driver follows it with XID 94 (contained: the
+// application restarts, the GPU stays) or XID 95 (uncontained: reset the
+// GPU), per NVIDIA's "GPU Memory Error Management"
+// (https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/, "User
+// Visible Statistics"). A 48 with a 94 and no 95 follows the 94; any
+// other 48 needs a GPU reset, as on GPUs without containment.
+func decode48(e Event, others []Event) Verdict {
+	contained, uncontained := false, false
+	for _, o := range others {
+		contained = contained || o.XID == 94
+		uncontained = uncontained || o.XID == 95
+	}
+	if contained && !uncontained {
+		return Verdict{Status: check.Warn, Message: describe(48) + " (contained: XID 94)"}
+	}
+	return Verdict{Status: check.Fail, Action: check.ActionResetGPU, Message: describe(48)}
+}
+
+var linkNumber = regexp.MustCompile(`(?i)\blink\s*#?\s*([0-9]{1,3})\b`)
+
+// linkOf is ": link N" when the line names one.
+func linkOf(text string) string {
+	if m := linkNumber.FindStringSubmatch(text); m != nil {
+		return ": link " + strings.TrimLeft(m[1], "0")
+	}
+	return ""
+}
+
+// recoveryChange is XID 154's words:
+//
+//	GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)
+var recoveryChange = regexp.MustCompile(`(?i)recovery action changed from 0x([0-9a-f]+)(?: \(([^)]*)\))? to 0x([0-9a-f]+)(?: \(([^)]*)\))?`)
+
+// decode154 takes the new recovery action from the line, judged as
+// gpu.recovery judges NVML's (gpu.RecoveryAction). The driver's own name
+// for it is kept when the line gives one.
+func decode154(e Event) Verdict {
+	m := recoveryChange.FindStringSubmatch(e.Text)
+	if m == nil {
+		return Verdict{Status: check.Warn, Message: describe(154) + ": recovery action not decoded"}
+	}
+	to, err := strconv.ParseUint(m[3], 16, 32)
+	if err != nil {
+		return Verdict{Status: check.Warn, Message: describe(154) + ": recovery action not decoded"}
+	}
+	st, act, name := gpu.RecoveryAction(to).Judge()
+	if m[4] != "" {
+		name = m[4]
+	}
+	return Verdict{Status: st, Action: act, Message: describe(154) + ": " + name}
+}
+
+// nvlink5Line is the decoded part of an XID 144 to 150 line:
+//
+//	RLW_RXPIPE Nonfatal XC0 i0 Link 13 (0x0409a0c2 0x00000008 0x00000000 …)
+var nvlink5Line = regexp.MustCompile(`^([A-Za-z0-9_/]+)\s+(Fatal|Nonfatal|Non-fatal)\b.*?\bLink\s+([0-9]+)\s*\(\s*0x([0-9a-fA-F]{1,8})[\s,]+0x([0-9a-fA-F]{1,8})`)
+
+type nvlink5Rule struct {
+	xid        int
+	unit       string // "RLW_RXPIPE", or alternatives "TLW_RX/TLW_RX_PIPE0"
+	infoV1     string // bit pattern of the interrupt info word (the table's V1)
+	infoV2     string // the same, the table's V2 encoding
+	status     uint32 // the error status
+	immediate  Bucket // IGNORE, RESET_GPU or XID_154_EVAL
+	severity   string // NVIDIA's: "Fatal", "Non-fatal", "Link Fatal", …
+	secondStep string // NVIDIA's "Action 2", if any
+}
+
+// matches reports whether the rule covers the info word and status.
+func (r nvlink5Rule) matches(info, status uint32) bool {
+	return r.status == status && (bitsMatch(r.infoV2, info) || bitsMatch(r.infoV1, info))
+}
+
+// namesUnit reports whether the line's unit is one the rule names.
+func (r nvlink5Rule) namesUnit(unit string) bool {
+	return r.unit == unit || strings.Contains("/"+r.unit+"/", "/"+unit+"/")
+}
+
+// bitsMatch compares v with a 32-character pattern, bit 31 first, where
+// '-' matches either bit.
+func bitsMatch(pattern string, v uint32) bool {
+	if len(pattern) != 32 {
+		return false
+	}
+	for i := range 32 {
+		bit := v>>(31-i)&1 == 1
+		switch pattern[i] {
+		case '1':
+			if !bit {
+				return false
+			}
+		case '0':
+			if bit {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// lookupNVLink5 finds the decode table's row for an XID's info word and
+// status, preferring one that names the line's unit.
+func lookupNVLink5(x int, unit string, info, status uint32) (nvlink5Rule, bool) {
+	var found *nvlink5Rule
+	for i := range nvlink5Rules {
+		r := &nvlink5Rules[i]
+		if r.xid != x || !r.matches(info, status) {
+			continue
+		}
+		if r.namesUnit(unit) {
+			return *r, true
+		}
+		if found == nil {
+			found = r
+		}
+	}
+	if found == nil {
+		return nvlink5Rule{}, false
+	}
+	return *found, true
+}
+
+// decodeNVLink5 applies NVIDIA's decode table (WORKFLOW_NVLINK5_ERR). A
+// combination the table lacks follows the driver's own word: Fatal
+// resets the GPU (as every Fatal row of the table does but one), Nonfatal
+// is reported. XID_154_EVAL rows leave the verdict to the XID 154 the
+// driver logs when it wants something done (and to gpu.recovery, which
+// reads the same from NVML should that line be lost).
+func decodeNVLink5(e Event) Verdict {
+	head := describe(e.XID)
+	m := nvlink5Line.FindStringSubmatch(strings.TrimSpace(e.Text))
+	if m == nil {
+		if fatalWord(e.Text) {
+			return Verdict{Status: check.Fail, Action: check.ActionResetGPU, Message: head + ": Fatal (not decoded)"}
+		}
+		return Verdict{Status: check.Warn, Message: head + " (not decoded)"}
+	}
+	unit, word, link := m[1], m[2], strings.TrimLeft(m[3], "0")
+	if link == "" {
+		link = "0"
+	}
+	info, _ := strconv.ParseUint(m[4], 16, 32)
+	status, _ := strconv.ParseUint(m[5], 16, 32)
+	what := fmt.Sprintf("%s: %s %s, link %s, status 0x%08x", head, unit, word, link, status)
+	r, ok := lookupNVLink5(e.XID, unit, uint32(info), uint32(status))
+	switch {
+	case !ok && strings.EqualFold(word, "Fatal"):
+		return Verdict{Status: check.Fail, Action: check.ActionResetGPU, Message: what + " (not in NVIDIA's decode table)"}
+	case !ok:
+		return Verdict{Status: check.Warn, Message: what + " (not in NVIDIA's decode table)"}
+	case r.immediate == ResetGPU:
+		return Verdict{Status: check.Fail, Action: check.ActionResetGPU, Message: what}
+	case r.immediate == XID154Eval:
+		return Verdict{Status: check.OK, Message: what + " (the driver's XID 154 decides)"}
+	}
+	return Verdict{Status: check.OK, Message: what}
+}
+
+var fatalToken = regexp.MustCompile(`\bFatal\b`)
+
+// fatalWord: the line says Fatal (and not Nonfatal).
+func fatalWord(text string) bool { return fatalToken.MatchString(text) }
