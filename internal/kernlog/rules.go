@@ -124,7 +124,7 @@ var Rules = []Rule{
 		// one of the memory and journal threads): a user's process stuck on
 		// its own network filesystem is its job's problem.
 		Name: "hung_task", What: "kernel thread hung",
-		Match:    regexp.MustCompile(`^INFO: task (?:[^\s:/]+/[^\s:]+|k(?:swapd|compactd|hugepaged|thread|auditd|journald|smd)\w*):\d+ blocked for more than \d+ seconds`),
+		Match:    regexp.MustCompile(`^INFO: task (?:[^\s/]+/\S+?|k(?:swapd|compactd|hugepaged|thread|auditd|journald|smd)\w*):\d+ blocked for more than \d+ seconds`),
 		MaxLevel: 4, Fixed: "kernel",
 		Status: check.Warn, Action: check.ActionNone,
 	},
