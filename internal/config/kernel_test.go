@@ -83,3 +83,30 @@ action = "reset-gpu"
 		t.Errorf("unknown key: got %v, want an error at gpuhc.toml:3", err)
 	}
 }
+
+// A [[host]] section changes the rules for the hosts it matches only.
+func TestKernelPerHost(t *testing.T) {
+	const file = `
+[[host]]
+match = "gpu[001-004]"
+[host.checks.kernel]
+disable = ["io_error"]
+[[host.checks.kernel.override]]
+rule = "hung_task"
+status = "ok"
+`
+	c, err := Parse("gpuhc.toml", []byte(file), "gpu002")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := c.Checks.Kernel; len(k.Disable) != 1 || k.Disable[0] != "io_error" || len(k.Override) != 1 || k.Override[0].Rule != "hung_task" {
+		t.Errorf("gpu002: %+v", k)
+	}
+	c, err = Parse("gpuhc.toml", []byte(file), "gpu005")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := c.Checks.Kernel; len(k.Disable) != 0 || len(k.Override) != 0 {
+		t.Errorf("gpu005: %+v", k)
+	}
+}
