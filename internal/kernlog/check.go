@@ -104,10 +104,17 @@ func Override(st check.Status, act check.Action, status, action string) (check.S
 }
 
 func (c *kernelCheck) judge(ctx context.Context, lines []kmsg.Line) []Finding {
+	least := -1 // the least severe level any rule takes
+	for i := range c.rules {
+		least = max(least, c.rules[i].MaxLevel)
+	}
 	var out []Finding
 	for _, l := range lines {
-		for _, r := range c.rules {
-			f, ok := c.match(ctx, r, l)
+		if l.Level > least {
+			continue
+		}
+		for i := range c.rules {
+			f, ok := c.match(ctx, &c.rules[i], l)
 			if ok {
 				out = append(out, f)
 				break
@@ -118,8 +125,8 @@ func (c *kernelCheck) judge(ctx context.Context, lines []kmsg.Line) []Finding {
 }
 
 // match is rule r's finding on line l, if it matches.
-func (c *kernelCheck) match(ctx context.Context, r Rule, l kmsg.Line) (Finding, bool) {
-	if l.Level >= 0 && l.Level > r.MaxLevel {
+func (c *kernelCheck) match(ctx context.Context, r *Rule, l kmsg.Line) (Finding, bool) {
+	if (l.Level >= 0 && l.Level > r.MaxLevel) || !containsAny(l.Text, r.Has) {
 		return Finding{}, false
 	}
 	m := r.Match.FindStringSubmatch(l.Text)
@@ -152,4 +159,13 @@ func (c *kernelCheck) match(ctx context.Context, r Rule, l kmsg.Line) (Finding, 
 		}
 	}
 	return f, true
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }

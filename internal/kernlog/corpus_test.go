@@ -22,7 +22,11 @@ func TestCorpus(t *testing.T) {
 			kernlogtest.Judge(t, c, newCheck(t, defaults(), nil, r).Run(t.Context()))
 		})
 		for _, r := range Rules {
-			if c.Status != check.OK && r.Match.MatchString(c.Text) {
+			m := r.Match.MatchString(c.Text)
+			if m && !containsAny(c.Text, r.Has) {
+				t.Errorf("%s: rule %s matches %q but its Has %q would skip it", c.Where, r.Name, c.Text, r.Has)
+			}
+			if c.Status != check.OK && m {
 				faults[r.Name] = true
 			}
 		}

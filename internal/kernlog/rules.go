@@ -16,6 +16,10 @@ type Rule struct {
 	Name string
 	// What says what the line means, for the result's message.
 	What string
+	// Has lists literals of which every matching line contains one: a
+	// cheap test that spares the regular expression the ring's other
+	// lines (a run judges up to a whole 1 MiB ring with every rule).
+	Has []string
 	// Match is tried on the line's text. A group named c, where there is
 	// one, names the component; the first non-empty c wins.
 	Match *regexp.Regexp
@@ -67,12 +71,14 @@ var Rules = []Rule{
 		// reported the error, at KERN_ERR; "AER: " since 5.x, and
 		// "Uncorrectable" instead of "Uncorrected" since 6.16.
 		Name: "aer_fatal", What: "PCIe AER uncorrected fatal error",
+		Has:      []string{"PCIe Bus Error: severity=Uncorrect"},
 		Match:    regexp.MustCompile(`^\S+ (?P<c>` + pciName + `): (?:AER: )?PCIe Bus Error: severity=Uncorrect(?:ed|able) \(Fatal\)`),
 		MaxLevel: 3, Comp: pciaddr.Normalize,
 		Status: check.Fail, Action: check.ActionReboot, Sticky: true,
 	},
 	{
 		Name: "aer_nonfatal", What: "PCIe AER uncorrected non-fatal error",
+		Has:      []string{"PCIe Bus Error: severity=Uncorrect"},
 		Match:    regexp.MustCompile(`^\S+ (?P<c>` + pciName + `): (?:AER: )?PCIe Bus Error: severity=Uncorrect(?:ed|able) \(Non-Fatal\)`),
 		MaxLevel: 3, Comp: pciaddr.Normalize,
 		Status: check.Fail, Action: check.ActionDrain, OffPath: check.Warn, Sticky: true,
@@ -82,6 +88,7 @@ var Rules = []Rule{
 		// error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0 (…)", at KERN_EMERG (CE is
 		// KERN_WARNING and does not match: no " UE ").
 		Name: "edac_ue", What: "uncorrected memory error (EDAC)",
+		Has:      []string{" UE "},
 		Match:    regexp.MustCompile(`^EDAC MC(?P<c>\d+): (?:\d+ )?UE `),
 		MaxLevel: 4, Comp: mc,
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
@@ -93,6 +100,7 @@ var Rules = []Rule{
 		// (a page poisoned by an uncorrected error). Corrected machine checks
 		// ("Machine check events logged") do not match.
 		Name: "mce_ue", What: "uncorrected memory error (machine check)",
+		Has:      []string{"mce: Uncorrected", "Memory failure: "},
 		Match:    regexp.MustCompile(`^mce: Uncorrected hardware memory error|^Memory failure: 0x[0-9a-f]+: `),
 		MaxLevel: 4, Fixed: "memory",
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
@@ -103,6 +111,7 @@ var Rules = []Rule{
 		// older kernels). Whatever task was running: a CPU stuck in the
 		// kernel for 20 s is the kernel's fault, not the task's.
 		Name: "soft_lockup", What: "soft lockup",
+		Has:      []string{"BUG: soft lockup"},
 		Match:    regexp.MustCompile(`BUG: soft lockup - CPU#(?P<c>\d+) stuck for \d+s!`),
 		MaxLevel: 4, Comp: cpu,
 		Status: check.Fail, Action: check.ActionReboot, Sticky: true,
@@ -113,6 +122,7 @@ var Rules = []Rule{
 		// rcu_preempt self-detected stall on CPU"; 3.x: "INFO:
 		// rcu_sched_state detected stall on CPU 0".
 		Name: "rcu_stall", What: "RCU stall",
+		Has:      []string{"INFO: rcu_"},
 		Match:    regexp.MustCompile(`INFO: rcu_\w+ (?:detected stalls? on CPU|self-detected stall on CPU)`),
 		MaxLevel: 4, Fixed: "kernel",
 		Status: check.Fail, Action: check.ActionReboot, Sticky: true,
@@ -124,6 +134,7 @@ var Rules = []Rule{
 		// one of the memory and journal threads): a user's process stuck on
 		// its own network filesystem is its job's problem.
 		Name: "hung_task", What: "kernel thread hung",
+		Has:      []string{"blocked for more than"},
 		Match:    regexp.MustCompile(`^INFO: task (?:[^\s/]+/\S+?|k(?:swapd|compactd|hugepaged|thread|auditd|journald|smd)\w*):\d+ blocked for more than \d+ seconds`),
 		MaxLevel: 4, Fixed: "kernel",
 		Status: check.Warn, Action: check.ActionNone,
@@ -139,6 +150,7 @@ var Rules = []Rule{
 		// Loop devices (a squashfs whose file went), CD-ROMs and RAM disks
 		// never count.
 		Name: "io_error", What: "block I/O error",
+		Has:      []string{" error, dev "},
 		Match:    regexp.MustCompile(`(?:^|: )(?:I/O|critical medium|critical target|critical nexus|timeout|protection) error, dev (?P<c>[^,\s]+), sector`),
 		MaxLevel: 4, Comp: asIs,
 		Ignore: regexp.MustCompile(`^(?:loop|sr|ram|zram|fd|nbd)\d+$`),
@@ -149,6 +161,7 @@ var Rules = []Rule{
 		// QID 0 timeout, reset controller", "… I/O tag 24 (1018) opcode 0x1
 		// (Write) QID 7 timeout, aborting …".
 		Name: "nvme_timeout", What: "NVMe command timeout",
+		Has:      []string{" timeout"},
 		Match:    regexp.MustCompile(`^nvme (?P<c>nvme\d+): I/O .*QID \d+ timeout`),
 		MaxLevel: 4, Comp: asIs,
 		Status: check.Warn, Action: check.ActionNone,
@@ -159,6 +172,7 @@ var Rules = []Rule{
 		// nvme_remove_dead_ctrl "Removing after probe failure status: -19",
 		// "Disabling device after reset failure: -19".
 		Name: "nvme_down", What: "NVMe controller down",
+		Has:      []string{"nvme nvme"},
 		Match:    regexp.MustCompile(`^nvme (?P<c>nvme\d+): (?:controller is down; will reset|Device not ready; aborting reset|Removing after probe failure|Disabling device after reset failure)`),
 		MaxLevel: 4, Comp: asIs,
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
@@ -169,6 +183,7 @@ var Rules = []Rule{
 		// sda1): forced readonly". FAT's "Filesystem has been set read-only"
 		// (a USB stick, an EFI partition) does not count.
 		Name: "fs_readonly", What: "filesystem remounted read-only",
+		Has:      []string{"Remounting filesystem read-only", "forced readonly"},
 		Match:    regexp.MustCompile(`^EXT[234]-fs \((?P<c>[^)]+)\): Remounting filesystem read-only|^BTRFS \w+ \(device (?P<c>[^)]+)\): forced readonly`),
 		MaxLevel: 4, Comp: asIs,
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
@@ -179,6 +194,7 @@ var Rules = []Rule{
 		// "EXT4-fs error (device nvme0n1p1): ext4_journal_check_start:83: comm
 		// kworker/u16:3: Detected aborted journal".
 		Name: "journal_abort", What: "ext4 journal aborted",
+		Has:      []string{"Aborting journal on device", "Detected aborted journal"},
 		Match:    regexp.MustCompile(`^Aborting journal on device (?P<c>\S+?)(?:-\d+)?\.$|^EXT4-fs error \(device (?P<c>[^)]+)\):.*Detected aborted journal`),
 		MaxLevel: 4, Comp: asIs,
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
@@ -190,6 +206,7 @@ var Rules = []Rule{
 		// "Corruption of in-memory data (0x8) detected at … Shutting down
 		// filesystem."
 		Name: "xfs_shutdown", What: "XFS filesystem shut down",
+		Has:      []string{"XFS ("},
 		Match:    regexp.MustCompile(`^XFS \((?P<c>[^)]+)\): (?:.*[Ss]hutting down filesystem|Filesystem has been shut down)`),
 		MaxLevel: 4, Comp: asIs,
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
@@ -200,6 +217,7 @@ var Rules = []Rule{
 		// (the firmware stopped answering), "Fatal error 1 detected" (a fatal
 		// sensor: firmware or hardware).
 		Name: "mlx5_fatal", What: "mlx5 firmware fatal error",
+		Has:      []string{"health compromised", "Fatal error "},
 		Match:    regexp.MustCompile(`^mlx5_core (?P<c>` + pciName + `): (?:\S+:\d+:\(pid \d+\): )?(?:device's health compromised|Fatal error \d+ detected)`),
 		MaxLevel: 4, Comp: pciaddr.Normalize,
 		Status: check.Fail, Action: check.ActionReboot, Sticky: true,
@@ -211,6 +229,7 @@ var Rules = []Rule{
 		// cuts them (15 bytes); a job's process killed for memory is the
 		// job's problem, and Slurm reports it.
 		Name: "oom_daemon", What: "OOM killer killed a node daemon",
+		Has:      []string{"Killed process "},
 		Match:    regexp.MustCompile(`Killed process \d+ \((?P<c>slurmd|munged|nvidia-persiste|nv-fabricmanage)\)`),
 		MaxLevel: 4, Comp: daemon,
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,

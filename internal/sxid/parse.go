@@ -40,7 +40,11 @@ var (
 // ParseLine reads one kernel line; ok is false for anything but an SXid
 // line.
 func ParseLine(text string) (Event, bool) {
-	m := sxidLine.FindStringSubmatch(strings.TrimSpace(text))
+	text = strings.TrimSpace(text)
+	if !strings.HasPrefix(text, "nvidia-nvswitch") {
+		return Event{}, false
+	}
+	m := sxidLine.FindStringSubmatch(text)
 	if m == nil {
 		return Event{}, false
 	}
