@@ -16,6 +16,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/kmsg"
+	"github.com/gpuhc/gpuhc/internal/pciaddr"
 	"github.com/gpuhc/gpuhc/internal/statefile"
 	"github.com/gpuhc/gpuhc/internal/sysread"
 )
@@ -145,20 +146,27 @@ func (c *kernelCheck) match(ctx context.Context, r *Rule, l kmsg.Line) (Finding,
 	}
 	f := Finding{Rule: r.Name, Component: comp, Status: r.Status, Action: r.Action, Sticky: r.Sticky,
 		Message: fmt.Sprintf("%s: %s", r.What, sysread.Cut(sysread.Printable(l.Text), excerpt))}
-	if strings.Count(comp, ":") == 2 {
+	if pciaddr.IsSysfs(comp) {
 		f.IDs.PCIBusID = comp
 	}
 	if r.OffPath != 0 {
-		on, known := c.paths.On(ctx, comp)
-		switch {
-		case !known:
-			f.Message += " (could not tell whether it is on a GPU, HCA or NVSwitch path)"
-		case !on:
-			f.Status, f.Action, f.Sticky = r.OffPath, check.ActionNone, false
-			f.Message += " (not on a GPU, HCA or NVSwitch path)"
-		}
+		c.placeOnPath(ctx, r, &f)
 	}
 	return f, true
+}
+
+// placeOnPath gives a rule that judges by PCI path its verdict off the
+// path of a GPU, HCA or NVSwitch. A device that cannot be placed keeps the
+// on-path verdict: a missed drain costs more jobs than a false one here.
+func (c *kernelCheck) placeOnPath(ctx context.Context, r *Rule, f *Finding) {
+	on, known := c.paths.On(ctx, f.Component)
+	switch {
+	case !known:
+		f.Message += " (could not tell whether it is on a GPU, HCA or NVSwitch path)"
+	case !on:
+		f.Status, f.Action, f.Sticky = r.OffPath, check.ActionNone, false
+		f.Message += " (not on a GPU, HCA or NVSwitch path)"
+	}
 }
 
 func containsAny(s string, subs []string) bool {
