@@ -157,7 +157,8 @@ func (c *kernelCheck) match(ctx context.Context, r *Rule, l kmsg.Line) (Finding,
 
 // placeOnPath gives a rule that judges by PCI path its verdict off the
 // path of a GPU, HCA or NVSwitch. A device that cannot be placed keeps the
-// on-path verdict: a missed drain costs more jobs than a false one here.
+// on-path verdict (and says so): uncorrected errors are rare, and one the
+// check cannot place is worth an admin's look before jobs land on it.
 func (c *kernelCheck) placeOnPath(ctx context.Context, r *Rule, f *Finding) {
 	on, known := c.paths.On(ctx, f.Component)
 	switch {
