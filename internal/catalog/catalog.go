@@ -15,7 +15,10 @@ import (
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/host"
 	"github.com/gpuhc/gpuhc/internal/ib"
+	"github.com/gpuhc/gpuhc/internal/kernlog"
+	"github.com/gpuhc/gpuhc/internal/kmsg"
 	"github.com/gpuhc/gpuhc/internal/statefile"
+	"github.com/gpuhc/gpuhc/internal/sxid"
 	"github.com/gpuhc/gpuhc/internal/topology"
 	"github.com/gpuhc/gpuhc/internal/xid"
 )
@@ -26,6 +29,9 @@ type Env struct {
 	GPU   *gpu.Node
 	Kmsg  xid.Source
 	State statefile.Dir
+	// Kernel is the run's one kernel-log pass; nil: the kernel-log rules
+	// (host.kernel, fabric.sxid) are not run.
+	Kernel kmsg.Reader
 }
 
 type entry struct {
@@ -37,6 +43,7 @@ type entry struct {
 // limit.
 func Tasks(cfg config.Config, env Env) []check.Task {
 	all := append(hostChecks(cfg), gpuChecks(cfg, env)...)
+	all = append(all, kernelChecks(cfg, env)...)
 	return enabled(cfg, append(all, fabricChecks(cfg, env)...))
 }
 
@@ -90,6 +97,21 @@ func gpuChecks(cfg config.Config, env Env) []entry {
 		{g.Thermal.Common, func() check.Check { return gpu.NewThermal(n, g.Thermal, st) }},
 		{g.Power, func() check.Check { return gpu.NewPower(n) }},
 		{g.Config.Common, func() check.Check { return gpu.NewConfig(n, g.Config) }},
+	}
+}
+
+// kernelChecks are the rules over the run's one kernel-log pass besides
+// gpu.xid: the host faults and the NVSwitch SXids. A device named by an
+// AER line is placed on the PCI bus under cfg.Root only when one is seen.
+func kernelChecks(cfg config.Config, env Env) []entry {
+	if env.Kernel == nil {
+		return nil
+	}
+	c, st, r := cfg.Checks, env.State, env.Kernel
+	paths := kernlog.NewPaths(cfg.Root, nil)
+	return []entry{
+		{c.Kernel.Common, func() check.Check { return kernlog.New(c.Kernel, paths, st, r) }},
+		{c.Fabric.SXid.Common, func() check.Check { return sxid.New(c.Fabric.SXid, st, r) }},
 	}
 }
 

@@ -106,6 +106,7 @@ type Checks struct {
 	Fabric    Fabric    `toml:"fabric"`
 	Topology  Topology  `toml:"topology"`
 	Bandwidth Bandwidth `toml:"bandwidth"`
+	Kernel    Kernel    `toml:"kernel"`
 }
 
 // Common is embedded in every check section.
@@ -227,6 +228,7 @@ func Default() Config {
 			Fabric:    defaultFabric(),
 			Topology:  defaultTopology(),
 			Bandwidth: defaultBandwidth(),
+			Kernel:    Kernel{Common: on},
 		},
 	}
 }

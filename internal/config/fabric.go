@@ -11,6 +11,7 @@ import (
 // Fabric holds the fabric.* checks' settings (design.md §5).
 type Fabric struct {
 	Manager FabricManager `toml:"manager"`
+	SXid    SXid          `toml:"sxid"`
 }
 
 // FabricManager checks NVIDIA Fabric Manager on NVSwitch systems: the
@@ -62,7 +63,7 @@ func defaultFabric() Fabric {
 		Log:           "/var/log/fabricmanager.log",
 		FatalPatterns: append([]string(nil), DefaultFatalPatterns...),
 		MaxRead:       "4MiB",
-	}}
+	}, SXid: SXid{Common: Common{Enabled: true}}}
 }
 
 // Limits on checks.fabric.manager.max_read: below the low one a busy log

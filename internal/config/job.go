@@ -71,10 +71,10 @@ const MaxFullBudget = 10 * time.Minute
 func KnownChecks() []string {
 	return []string{
 		"bandwidth",
-		"fabric.manager",
+		"fabric.manager", "fabric.sxid",
 		"gpu.config", "gpu.count", "gpu.driver", "gpu.fabric", "gpu.lost", "gpu.memory",
 		"gpu.nvlink", "gpu.pcie", "gpu.power", "gpu.thermal", "gpu.xid",
-		"host.cpu", "host.memory", "host.modules", "host.mounts", "host.processes", "host.thermal",
+		"host.cpu", "host.kernel", "host.memory", "host.modules", "host.mounts", "host.processes", "host.thermal",
 		"ib.counters", "ib.gdr", "ib.port",
 		"topology",
 	}

@@ -17,7 +17,7 @@ func TestValidateJob(t *testing.T) {
 		{"no prolog checks", func(c *Config) { c.Prolog.Checks = nil }, "", ""},
 		{"every known check", func(c *Config) { c.Prolog.Checks = KnownChecks() }, "", ""},
 		{"unknown check names the known ones", func(c *Config) { c.Prolog.Checks = []string{"gpu.count", "gpu.ecc"} },
-			"prolog.checks", `"gpu.ecc" is not a check; known: bandwidth, fabric.manager, gpu.config`},
+			"prolog.checks", `"gpu.ecc" is not a check; known: bandwidth, fabric.manager, fabric.sxid, gpu.config`},
 		{"check listed twice", func(c *Config) { c.Epilog.Checks = []string{"gpu.xid", "gpu.xid"} }, "epilog.checks", "listed twice"},
 		{"unknown full check", func(c *Config) { c.Prolog.FullChecks = []string{"nccl"} }, "prolog.full_checks", "not a check"},
 		{"the epilog's own check is not configurable", func(c *Config) { c.Epilog.Checks = []string{"job.leftover"} }, "epilog.checks", "not a check"},

@@ -214,6 +214,7 @@ func (ps *problems) checks(c Checks, deadline time.Duration) {
 	ps.fabric(c.Fabric, deadline)
 	ps.topology(c.Topology, deadline)
 	ps.bandwidth(c.Bandwidth, deadline)
+	ps.kernel(c.Kernel, c.Fabric.SXid, deadline)
 }
 
 func (ps *problems) thermal(t Thermal) {

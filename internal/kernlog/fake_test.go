@@ -1,0 +1,7 @@
+package kernlog
+
+import "github.com/gpuhc/gpuhc/internal/kernlog/kernlogtest"
+
+type fakeReader = kernlogtest.Reader
+
+var replay = kernlogtest.Replay
