@@ -73,21 +73,26 @@ func switchMgmt(root, addr string) (bool, error) {
 // as it has to: each byte of VPD is a slow config-space transaction.
 //
 // A VPD that breaks the format (vendors get it wrong; the kernel's ABI
-// says to expect that) is searched as raw bytes instead, so that a
-// management device with a sloppy VPD is still kept out of the HCAs.
+// says to expect that) is read on to the cap and searched as raw bytes,
+// so that a management device with a sloppy VPD is still kept out of
+// the HCAs.
 func scanVPD(r io.Reader) (bool, error) {
 	var seen bytes.Buffer
 	tr := io.TeeReader(r, &seen)
 	found, err := walkVPD(tr)
-	switch {
-	case err == nil:
+	if err == nil || found {
 		return found, nil
-	case bytes.Contains(seen.Bytes(), []byte(swMngMarker)):
-		return true, nil
-	case errors.Is(err, errVPDFormat):
-		return false, nil
 	}
-	return false, sysread.Bare(err)
+	if errors.Is(err, errVPDFormat) {
+		_, err = io.Copy(io.Discard, tr)
+	}
+	if bytes.Contains(seen.Bytes(), []byte(swMngMarker)) {
+		return true, nil
+	}
+	if err != nil {
+		return false, sysread.Bare(err)
+	}
+	return false, nil
 }
 
 var errVPDFormat = errors.New("not PCI VPD")
