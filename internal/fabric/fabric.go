@@ -167,6 +167,10 @@ func (m *manager) findFabric(ctx context.Context) (fabric, []check.Result) {
 			f.mgmt = append(f.mgmt, h.Name)
 		}
 		return f, nil
+	case len(devs.VPDErrs) > 0:
+		// Whether an RDMA device manages NVSwitches is in its VPD: one
+		// that cannot be read may be one.
+		return fabric{}, result(check.Error, "no NVSwitch on the PCI bus, but %d RDMA devices' VPD unreadable: %v", len(devs.VPDErrs), devs.VPDErrs[0])
 	case pci.unreadable > 0:
 		return fabric{}, result(check.Error, "no NVSwitch found, but %d PCI devices unreadable: %v", pci.unreadable, pci.firstErr)
 	}

@@ -1,6 +1,8 @@
 package fabric
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/gpuhc/gpuhc/internal/check"
@@ -71,4 +73,19 @@ func TestNVLink5NeedsTheMarker(t *testing.T) {
 	}
 	n := onRoot(t, root)
 	want(t, "run", n.run(), check.Skip, "no NVSwitch on the PCI bus, no NVSwitch management device (VPD SMDL=SW_MNG)")
+}
+
+// A VPD that cannot be read may hide a management device: ERROR, not a
+// SKIP that would leave an NVLink5 node's Fabric Manager unwatched.
+func TestNVLink5VPDUnreadable(t *testing.T) {
+	root := sysfsfix.Tree(t, sysfsfix.B200)
+	for _, a := range []string{"0000:08:00.0", "0000:0a:00.0", "0000:88:00.0", "0000:8a:00.0"} {
+		sysfsfix.Remove(t, root, "sys/bus/pci/devices/"+a+"/vpd")
+	}
+	p := filepath.Join(root, "sys/bus/pci/devices/0000:88:00.0/vpd")
+	if err := os.Mkdir(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n := onRoot(t, root)
+	want(t, "run", n.run(), check.Error, "no NVSwitch on the PCI bus, but 1 RDMA devices' VPD unreadable")
 }
