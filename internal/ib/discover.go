@@ -138,13 +138,23 @@ func Scan(ctx context.Context, root string) (Devices, error) {
 
 // isSwitchMgmt reads h's VPD, once per device per walk. A virtual device
 // is never one: the management functions are physical ones on the
-// baseboard, and a VF's VPD is its PF's.
+// baseboard, and a VF's VPD is its PF's. Nor is a device of another
+// vendor than NVIDIA's networking (Mellanox, 0x15b3): its VPD, slow to
+// read, is left alone. A vendor that cannot be read does not spare the
+// read.
 func isSwitchMgmt(root string, h HCA) (bool, error) {
 	if h.Virtual || h.PCIAddr == "" {
 		return false, nil
 	}
+	v, err := sysread.Attr(filepath.Join(root, "sys/bus/pci/devices", h.PCIAddr, "vendor"))
+	if err == nil && !strings.EqualFold(v, vendorMellanox) {
+		return false, nil
+	}
 	return switchMgmt(root, h.PCIAddr)
 }
+
+// vendorMellanox is the PCI vendor id of every ConnectX.
+const vendorMellanox = "0x15b3"
 
 // listDevices follows rdmamap.GetRdmaDeviceList: the class directory's
 // entries that are not directories (the kernel makes them symlinks).

@@ -223,3 +223,14 @@ func TestFragmentB200(t *testing.T) {
 	}
 	expect(t, namePort, run(t, NewPort(root, cfg.Checks.IB)), map[string]want{"*": {check.OK, ""}})
 }
+
+// Only ConnectX functions (vendor 0x15b3) are asked: another vendor's
+// VPD is not read, even if it held the marker.
+func TestSwitchMgmtOnlyMellanox(t *testing.T) {
+	root := sysfsfix.Tree(t, sysfsfix.B200)
+	sysfsfix.Set(t, root, "sys/bus/pci/devices/"+mgmtAddrs[0]+"/vendor", "0x14e4")
+	d, err := Scan(context.Background(), root)
+	if err != nil || len(d.SwitchMgmt) != 3 || len(d.HCAs) != 9 {
+		t.Errorf("got %d management, %d HCAs, %v", len(d.SwitchMgmt), len(d.HCAs), err)
+	}
+}
