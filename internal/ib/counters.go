@@ -50,9 +50,12 @@ var portCounters = []portCounter{
 type countersState struct {
 	BootID string                       `json:"boot_id"`
 	Ports  map[string]map[string]uint64 `json:"ports"`
-	// Pegged lists, per port, the counters found at their top with no
-	// baseline: warned about once, then quiet until they change.
-	Pegged map[string][]string `json:"pegged,omitempty"`
+	// Saturated lists, per port, the counters that reached their top
+	// under a baseline below it (a FAIL then): they WARN while they stay
+	// there. A counter at its top that is not listed was found there
+	// with no baseline (or by a gpuhc that kept no list), was warned
+	// about on first sight, and is quiet.
+	Saturated map[string][]string `json:"saturated,omitempty"`
 }
 
 type countersCheck struct {
@@ -125,22 +128,22 @@ func (c *countersCheck) Run(ctx context.Context) []check.Result {
 				return append(out, interrupted(ctx, nameCounters))
 			}
 			comp := portName(h.Name, p.Num)
-			pv := c.judgePort(h.Name, p.Num, prev.Ports[comp], prev.Pegged[comp])
+			pv := c.judgePort(h.Name, p.Num, prev.Ports[comp], prev.Saturated[comp])
 			pv.result.IDs.PCIBusID = h.PCIAddr
 			out = append(out, pv.result)
 			if pv.now != nil {
 				next.Ports[comp] = pv.now
 			}
-			if len(pv.pegged) > 0 {
-				if next.Pegged == nil {
-					next.Pegged = map[string][]string{}
+			if len(pv.saturated) > 0 {
+				if next.Saturated == nil {
+					next.Saturated = map[string][]string{}
 				}
-				next.Pegged[comp] = pv.pegged
+				next.Saturated[comp] = pv.saturated
 			}
 		}
 	}
 	if next.BootID == prev.BootID && maps.EqualFunc(next.Ports, prev.Ports, maps.Equal) &&
-		maps.EqualFunc(next.Pegged, prev.Pegged, slices.Equal) {
+		maps.EqualFunc(next.Saturated, prev.Saturated, slices.Equal) {
 		// Steady state: error counters rarely move, and rewriting (and
 		// fsyncing) the same record every run would be most of this
 		// check's cost.
@@ -174,9 +177,9 @@ type portVerdict struct {
 	// ones when they could not be read (the next run compares against
 	// the last good values); nil when the port has no counters.
 	now map[string]uint64
-	// pegged are the counters found at their top without a baseline,
-	// warned about once and quiet since (countersState.Pegged).
-	pegged []string
+	// saturated are the counters that reached their top under a
+	// baseline (countersState.Saturated).
+	saturated []string
 }
 
 // clearAdvice says how to clear a counter, where that helps. perfquery -R
@@ -197,14 +200,14 @@ func clearAdvice(pc portCounter, dev string, port int, firstSight bool) string {
 }
 
 // judgePort reads one port's counters and compares them with prev.
-func (c *countersCheck) judgePort(dev string, port int, prev map[string]uint64, prevPegged []string) portVerdict {
+func (c *countersCheck) judgePort(dev string, port int, prev map[string]uint64, prevSaturated []string) portVerdict {
 	comp := portName(dev, port)
 	dir := filepath.Join(c.root, classDir, dev, "ports", strconv.Itoa(port), "counters")
 	now, noPMA, err := readCounters(dir)
 	switch {
 	case err != nil:
 		return portVerdict{result: result(nameCounters, comp, check.Error, "cannot read counters: %s", errText(err)),
-			now: prev, pegged: prevPegged}
+			now: prev, saturated: prevSaturated}
 	case noPMA:
 		// drivers/infiniband/core/sysfs.c answers every PMA counter with
 		// "N/A (no PMA)" on a device without a performance management
@@ -226,14 +229,14 @@ func (c *countersCheck) judgePort(dev string, port int, prev map[string]uint64, 
 		}
 		if !had {
 			// No baseline; a pegged counter hides what comes next. Said
-			// once: the baseline keeps it, and it is quiet from then on.
+			// once: the baseline keeps the value, and a counter found at
+			// its top and still there is quiet from then on.
 			if b == pc.top() {
 				msg := fmt.Sprintf("%s at its top %d on first sight; further errors on it cannot be seen", pc.name, b)
 				if adv := clearAdvice(pc, dev, port, true); adv != "" {
 					msg += " until cleared (" + adv + ")"
 				}
 				v.add(check.Warn, msg)
-				out.pegged = append(out.pegged, pc.name)
 			}
 			continue
 		}
@@ -243,14 +246,15 @@ func (c *countersCheck) judgePort(dev string, port int, prev map[string]uint64, 
 			// It reached its ceiling since the last run: the growth seen is
 			// a floor, and whatever came after is lost.
 			v.add(check.Fail, fmt.Sprintf("%s saturated at %d (+%d seen); clear with %s once fixed", pc.name, b, b-a, clearAdvice(pc, dev, port, false)))
-		case b == pc.top() && a == b && slices.Contains(prevPegged, pc.name):
-			// Found pegged before any baseline and warned about then.
-			out.pegged = append(out.pegged, pc.name)
-			quiet = append(quiet, pc.name)
-		case b == pc.top() && a == b:
+			out.saturated = append(out.saturated, pc.name)
+		case b == pc.top() && a == b && slices.Contains(prevSaturated, pc.name):
 			// Judged when it pegged; failing again every run would keep
 			// the node drained for errors that may be long over.
 			v.add(check.Warn, fmt.Sprintf("%s saturated at %d since an earlier run; errors are invisible until cleared (%s)", pc.name, b, clearAdvice(pc, dev, port, false)))
+			out.saturated = append(out.saturated, pc.name)
+		case b == pc.top() && a == b:
+			// Found at its top with no baseline and warned about then.
+			quiet = append(quiet, pc.name)
 		case b < a:
 			// Cleared since the last run: what it counts now is all new.
 			reset = true
