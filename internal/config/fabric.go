@@ -36,6 +36,17 @@ type FabricManager struct {
 	// MaxRead caps the log bytes read per run ("4MiB"); the oldest unread
 	// part beyond it is skipped.
 	MaxRead string `toml:"max_read"`
+	// NVLSMProcess is the NVLink subnet manager's process name. On
+	// NVLink5 baseboards (HGX/DGX B200, B300), whose NVSwitches are
+	// managed through ConnectX functions (VPD SMDL=SW_MNG) rather than
+	// shown on the PCI bus, Fabric Manager needs it running; "" does not
+	// check it.
+	NVLSMProcess string `toml:"nvlsm_process"`
+	// NVLSMUnit is the systemd unit that should run it; "" skips the unit
+	// check. NVIDIA's nvidia-fabricmanager-start.sh starts nvlsm inside
+	// nvidia-fabricmanager.service; some distributions ship their own
+	// unit (nvlsm.service, nvidia-nvlsm.service).
+	NVLSMUnit string `toml:"nvlsm_unit"`
 }
 
 // DefaultFatalPatterns are the Fabric Manager log lines that mean the
@@ -63,6 +74,7 @@ func defaultFabric() Fabric {
 		Log:           "/var/log/fabricmanager.log",
 		FatalPatterns: append([]string(nil), DefaultFatalPatterns...),
 		MaxRead:       "4MiB",
+		NVLSMProcess:  "nvlsm",
 	}, SXid: SXid{Common: Common{Enabled: true}}}
 }
 
@@ -89,6 +101,12 @@ func (ps *problems) fabric(c Fabric, deadline time.Duration) {
 	}
 	if m.Unit != "" && (len(m.Unit) > 255 || !unitName.MatchString(m.Unit)) {
 		ps.add("checks.fabric.manager.unit", "%q is not a systemd unit name such as \"nvidia-fabricmanager.service\" (\"\" skips the unit check)", m.Unit)
+	}
+	if strings.ContainsAny(m.NVLSMProcess, "/\x00\n") || (m.NVLSMProcess != "" && strings.TrimSpace(m.NVLSMProcess) != m.NVLSMProcess) {
+		ps.add("checks.fabric.manager.nvlsm_process", "%q: want a process name such as \"nvlsm\" (\"\" does not check it)", m.NVLSMProcess)
+	}
+	if m.NVLSMUnit != "" && (len(m.NVLSMUnit) > 255 || !unitName.MatchString(m.NVLSMUnit)) {
+		ps.add("checks.fabric.manager.nvlsm_unit", "%q is not a systemd unit name such as \"nvidia-fabricmanager.service\" (\"\" skips the unit check)", m.NVLSMUnit)
 	}
 	ps.absPath("checks.fabric.manager.log", m.Log, true)
 	ps.absPath("checks.fabric.manager.rotated_log", m.RotatedLog, true)

@@ -41,6 +41,33 @@ type IBPort struct {
 	// Inactive is the verdict on a port that is not ACTIVE: "warn" or
 	// "fail". An unused, unplugged port looks exactly like a failed one.
 	Inactive string `toml:"inactive"`
+	// Groups pin rate and active-port count per link layer
+	// ([[checks.ib.port.group]]), for a node whose ports are not all
+	// alike: eight 400 Gb/s NDR ports beside a 200 Gb/s RoCE storage
+	// bond. With groups, every judged port's link layer must be one of
+	// theirs; the flat keys above still apply to every port.
+	Groups []IBPortGroup `toml:"group"`
+}
+
+// IBPortGroup is the pin on the ports of one link layer.
+type IBPortGroup struct {
+	// LinkLayer selects the ports: "InfiniBand" or "Ethernet".
+	LinkLayer string `toml:"link_layer"`
+	// MinRateGbps is the floor on an active port's rate; 0 for none.
+	MinRateGbps float64 `toml:"min_rate_gbps"`
+	// ExpectedActivePorts is the least number of ACTIVE ports of this
+	// link layer; 0 (unset) or -1 does not check.
+	ExpectedActivePorts int `toml:"expected_active_ports"`
+}
+
+// Group returns the group for link layer ll, if one is configured.
+func (p IBPort) Group(ll string) (IBPortGroup, bool) {
+	for _, g := range p.Groups {
+		if g.LinkLayer == ll {
+			return g, true
+		}
+	}
+	return IBPortGroup{}, false
 }
 
 // IBCounters caps the growth of each port error counter between two runs;
@@ -138,6 +165,25 @@ func (ps *problems) ib(c IB, deadline time.Duration) {
 		ps.add("checks.ib.port.firmware", "%q is not a firmware version such as 28.39.2048", p.Firmware)
 	}
 	ps.oneOf("checks.ib.port.inactive", p.Inactive, "warn", "fail")
+	seen := map[string]bool{}
+	for i, g := range p.Groups {
+		key := fmt.Sprintf("checks.ib.port.group[%d]", i)
+		switch {
+		case g.LinkLayer != "InfiniBand" && g.LinkLayer != "Ethernet":
+			ps.add(key+".link_layer", "want \"InfiniBand\" or \"Ethernet\", got %q", g.LinkLayer)
+		case seen[g.LinkLayer]:
+			ps.add(key+".link_layer", "%q has a group already: one group per link layer", g.LinkLayer)
+		case p.LinkLayer != "" && p.LinkLayer != g.LinkLayer:
+			ps.add(key+".link_layer", "%q contradicts checks.ib.port.link_layer = %q", g.LinkLayer, p.LinkLayer)
+		}
+		seen[g.LinkLayer] = true
+		if v := g.MinRateGbps; !(v >= 0) || math.IsInf(v, 0) {
+			ps.add(key+".min_rate_gbps", "must be 0 (no floor) or a rate in Gb/s such as 400, got %v", v)
+		}
+		if g.ExpectedActivePorts < -1 {
+			ps.add(key+".expected_active_ports", "want -1 (do not check), 0 or more, got %d", g.ExpectedActivePorts)
+		}
+	}
 	n := c.Counters
 	for name, v := range map[string]int64{
 		"symbol_error": n.SymbolErrorMax, "link_downed": n.LinkDownedMax,

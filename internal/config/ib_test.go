@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -34,6 +35,22 @@ func TestValidateIB(t *testing.T) {
 		{"firmware padded", func(c *IB) { c.Port.Firmware = " 28.39.2048" }, "checks.ib.port.firmware", "not a firmware version"},
 		{"inactive fail", func(c *IB) { c.Port.Inactive = "fail" }, "", ""},
 		{"inactive drain", func(c *IB) { c.Port.Inactive = "drain" }, "checks.ib.port.inactive", "want one of"},
+		{"groups per link layer", func(c *IB) {
+			c.Port.Groups = []IBPortGroup{{LinkLayer: "InfiniBand", MinRateGbps: 400, ExpectedActivePorts: 8}, {LinkLayer: "Ethernet", MinRateGbps: 200, ExpectedActivePorts: -1}}
+		}, "", ""},
+		{"group without link layer", func(c *IB) { c.Port.Groups = []IBPortGroup{{MinRateGbps: 400}} },
+			"checks.ib.port.group.link_layer", `want "InfiniBand" or "Ethernet", got ""`},
+		{"two groups of one layer", func(c *IB) {
+			c.Port.Groups = []IBPortGroup{{LinkLayer: "InfiniBand"}, {LinkLayer: "InfiniBand", MinRateGbps: 200}}
+		}, "checks.ib.port.group.link_layer", "one group per link layer"},
+		{"group against the flat link layer", func(c *IB) {
+			c.Port.LinkLayer = "InfiniBand"
+			c.Port.Groups = []IBPortGroup{{LinkLayer: "Ethernet"}}
+		}, "checks.ib.port.group.link_layer", `contradicts checks.ib.port.link_layer = "InfiniBand"`},
+		{"group rate NaN", func(c *IB) { c.Port.Groups = []IBPortGroup{{LinkLayer: "Ethernet", MinRateGbps: math.NaN()}} },
+			"checks.ib.port.group.min_rate_gbps", "rate in Gb/s"},
+		{"group count -2", func(c *IB) { c.Port.Groups = []IBPortGroup{{LinkLayer: "Ethernet", ExpectedActivePorts: -2}} },
+			"checks.ib.port.group.expected_active_ports", "want -1"},
 		{"counter disabled", func(c *IB) { c.Counters.SymbolErrorMax = -1 }, "", ""},
 		{"counter zero", func(c *IB) { c.Counters.LinkDownedMax = 0 }, "", ""},
 		{"counter -2", func(c *IB) { c.Counters.PortXmitDiscardsMax = -2 }, "checks.ib.counters.port_xmit_discards_max", "want -1"},
@@ -75,8 +92,26 @@ func TestLoadIB(t *testing.T) {
 		len(ib.GDR.Modules) != 1 || ib.GDR.Modules[0] != "nv_peer_mem" {
 		t.Errorf("got %+v", ib)
 	}
+	// Groups load as a table array; a host section's groups replace the
+	// base's, as every array does.
+	groups := "[[checks.ib.port.group]]\nlink_layer = \"InfiniBand\"\nmin_rate_gbps = 400.0\nexpected_active_ports = 8\n" +
+		"[[checks.ib.port.group]]\nlink_layer = \"Ethernet\"\nmin_rate_gbps = 200.0\n" +
+		"[[host]]\nmatch = \"gpu[100-199]\"\n[[host.checks.ib.port.group]]\nlink_layer = \"InfiniBand\"\nmin_rate_gbps = 200.0\n"
+	for node, want := range map[string][]IBPortGroup{
+		"gpu001": {{LinkLayer: "InfiniBand", MinRateGbps: 400, ExpectedActivePorts: 8}, {LinkLayer: "Ethernet", MinRateGbps: 200}},
+		"gpu150": {{LinkLayer: "InfiniBand", MinRateGbps: 200}},
+	} {
+		c, err := Parse("ib.toml", []byte(groups), node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Checks.IB.Port.Groups; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: groups %+v, want %+v", node, got, want)
+		}
+	}
 	for _, tc := range []struct{ src, msg string }{
 		{"[checks.ib.port]\nexpected_hca = 8\n", "ib.toml:2:"},
+		{"[[checks.ib.port.group]]\nlink_layer = \"InfiniBand\"\nmin_rate = 400.0\n", "ib.toml:3:"},
 		{"[checks.ib.port]\nexpected_hcas = \"8\"\n", "ib.toml:2:"},
 		{"[checks.ib.port]\nlink_layer = \"IB\"\n", "ib.toml:2: checks.ib.port.link_layer"},
 		{"[checks.ib]\nexclude = \"mlx5_8\"\n", "ib.toml:2:"},

@@ -1,9 +1,11 @@
 // Package fabric is the fabric.manager check: NVIDIA Fabric Manager on
-// NVSwitch systems (design.md §5). Where NVSwitches are on the PCI bus it
-// checks, reading /proc, /sys and the log under a root and executing
-// nothing:
+// NVSwitch systems (design.md §5). Where NVSwitches are on the PCI bus,
+// or, on NVLink5 baseboards (B200, B300), where the IB discovery finds
+// NVSwitch management devices (VPD SMDL=SW_MNG), it checks, reading
+// /proc, /sys and the log under a root and executing nothing:
 //
-//  1. the nv-fabricmanager process is running;
+//  1. the nv-fabricmanager process is running, and on NVLink5 the NVLink
+//     subnet manager (nvlsm) too;
 //  2. its systemd unit is what runs it (see unit.go);
 //  3. no fatal line in its log since the last run (see logscan.go and
 //     record for the cursor, rotation and how long a failure holds);
@@ -28,6 +30,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/gpu"
+	"github.com/gpuhc/gpuhc/internal/ib"
 	"github.com/gpuhc/gpuhc/internal/statefile"
 	"github.com/gpuhc/gpuhc/internal/sysread"
 )
@@ -105,15 +108,9 @@ func (m *manager) Run(ctx context.Context) []check.Result {
 	if m.cfgErr != nil {
 		return result(check.Error, "bad configuration: %v", m.cfgErr)
 	}
-	pci, err := findNVSwitches(m.root)
-	if err != nil {
-		return result(check.Error, "cannot list PCI devices: %v", err)
-	}
-	if len(pci.switches) == 0 {
-		if pci.unreadable > 0 {
-			return result(check.Error, "no NVSwitch found, but %d PCI devices unreadable: %v", pci.unreadable, pci.firstErr)
-		}
-		return result(check.Skip, "no NVSwitch on the PCI bus")
+	fab, stop := m.findFabric(ctx)
+	if stop != nil {
+		return stop
 	}
 
 	var v verdict
@@ -121,7 +118,7 @@ func (m *manager) Run(ctx context.Context) []check.Result {
 	if err != nil {
 		v.add(check.Error, "cannot read the log cursor, starting at the log's end: %v", err)
 	}
-	inst, known := m.process(ctx, &v)
+	inst, known := m.process(ctx, fab, &v)
 	if f := rec.Fatal; f != nil && known {
 		switch f.Instance {
 		case inst.id:
@@ -147,14 +144,70 @@ func (m *manager) Run(ctx context.Context) []check.Result {
 	return v.result()
 }
 
-// process finds Fabric Manager; known is false when /proc could not tell.
-func (m *manager) process(ctx context.Context, v *verdict) (in instance, known bool) {
+// findFabric says what manages the node's NVSwitches, or returns the
+// result that ends the run (SKIP without any, ERROR when it cannot tell).
+func (m *manager) findFabric(ctx context.Context) (fabric, []check.Result) {
+	pci, err := findNVSwitches(m.root)
+	if err != nil {
+		return fabric{}, result(check.Error, "cannot list PCI devices: %v", err)
+	}
+	if len(pci.switches) > 0 {
+		return fabric{}, nil
+	}
+	// NVLink5 baseboards show no NVSwitch on the PCI bus: their switches
+	// are reached through ConnectX management functions, which the IB
+	// discovery sets apart.
+	devs, err := ib.Scan(ctx, m.root)
+	switch {
+	case err != nil:
+		return fabric{}, result(check.Error, "no NVSwitch on the PCI bus, and cannot list RDMA devices: %v", err)
+	case len(devs.SwitchMgmt) > 0:
+		f := fabric{nvlink5: true}
+		for _, h := range devs.SwitchMgmt {
+			f.mgmt = append(f.mgmt, h.Name)
+		}
+		return f, nil
+	case len(devs.VPDErrs) > 0:
+		// Whether an RDMA device manages NVSwitches is in its VPD: one
+		// that cannot be read may be one.
+		return fabric{}, result(check.Error, "no NVSwitch on the PCI bus, but %d RDMA devices' VPD unreadable: %v", len(devs.VPDErrs), devs.VPDErrs[0])
+	case pci.unreadable > 0:
+		return fabric{}, result(check.Error, "no NVSwitch found, but %d PCI devices unreadable: %v", pci.unreadable, pci.firstErr)
+	}
+	return fabric{}, result(check.Skip, "no NVSwitch on the PCI bus, no NVSwitch management device (VPD SMDL=SW_MNG)")
+}
+
+// fabric is how the node's NVSwitches are managed.
+type fabric struct {
+	// nvlink5: through ConnectX functions (mgmt, their RDMA device
+	// names) by Fabric Manager and the NVLink subnet manager together,
+	// rather than as PCI devices by Fabric Manager alone.
+	nvlink5 bool
+	mgmt    []string
+}
+
+// process finds Fabric Manager, and on NVLink5 the subnet manager, in one
+// pass over /proc; known is false when /proc could not tell whether
+// Fabric Manager runs.
+func (m *manager) process(ctx context.Context, fab fabric, v *verdict) (in instance, known bool) {
 	name := m.cfg.Process
-	sc, err := scanProcs(ctx, m.root, name)
+	names := []string{name}
+	withSM := fab.nvlink5 && m.cfg.NVLSMProcess != ""
+	if withSM {
+		names = append(names, m.cfg.NVLSMProcess)
+	}
+	scs, err := scanProcs(ctx, m.root, names...)
 	if err != nil {
 		v.add(check.Error, "cannot list processes: %v", err)
 		return instance{}, false
 	}
+	if fab.nvlink5 {
+		v.ok = append(v.ok, fmt.Sprintf("NVLink5, NVSwitches managed through %s", strings.Join(fab.mgmt, ",")))
+	}
+	if withSM {
+		m.subnetManager(scs[1], v)
+	}
+	sc := scs[0]
 	p, ok := sc.oldest()
 	switch {
 	case !ok && sc.N > 0:
@@ -172,6 +225,38 @@ func (m *manager) process(ctx context.Context, v *verdict) (in instance, known b
 	in.procs = sc.procs
 	v.ok = append(v.ok, fmt.Sprintf("%s running (pid %d)", name, p.pid))
 	return in, true
+}
+
+// subnetManager judges the NVLink subnet manager. Without it Fabric
+// Manager cannot program an NVLink5 fabric: it fails to start, or the
+// GPUs never finish fabric registration, and CUDA answers
+// cudaErrorSystemNotReady (NVIDIA Fabric Manager user guide, "Systems
+// Using Fourth Generation NVSwitches"). Its absence is a FAIL of its own,
+// named apart from Fabric Manager's.
+func (m *manager) subnetManager(sc *procScan, v *verdict) {
+	name := m.cfg.NVLSMProcess
+	p, ok := sc.oldest()
+	switch {
+	case !ok && sc.N > 0:
+		v.add(check.Error, "%s not found, but %d processes unreadable: %v", name, sc.N, sc.First)
+		return
+	case !ok:
+		v.add(check.Fail, "%s not running (NVLink5 fabric: Fabric Manager needs the NVLink subnet manager)", name)
+		return
+	}
+	v.ok = append(v.ok, fmt.Sprintf("%s running (pid %d)", name, p.pid))
+	if m.cfg.NVLSMUnit == "" || !systemdBooted(m.root) {
+		return
+	}
+	active, err := unitActive(m.root, m.cfg.NVLSMUnit, sc.procs)
+	switch {
+	case err != nil:
+		v.add(check.Error, "cannot tell whether unit %s is active: %v", m.cfg.NVLSMUnit, err)
+	case !active:
+		v.add(check.Warn, "%s running, unit %s not active", name, m.cfg.NVLSMUnit)
+	default:
+		v.ok = append(v.ok, fmt.Sprintf("unit %s active", m.cfg.NVLSMUnit))
+	}
 }
 
 // unit judges the systemd unit. Running outside it is a WARN, not a FAIL:

@@ -29,24 +29,30 @@ type procScan struct {
 	procscan.Unreadable
 }
 
-// scanProcs finds the processes running name under root/proc (see
-// procscan.Runs). Zombies do not count: a dead daemon is not running.
-func scanProcs(ctx context.Context, root, name string) (*procScan, error) {
-	sc := &procScan{}
+// scanProcs finds the processes running each of names under root/proc
+// (see procscan.Runs), in one pass: the result has one scan per name.
+// Zombies do not count: a dead daemon is not running.
+func scanProcs(ctx context.Context, root string, names ...string) ([]*procScan, error) {
+	scs := make([]*procScan, len(names))
+	for i := range scs {
+		scs[i] = &procScan{}
+	}
 	err := procscan.Walk(ctx, root, func(dir string) bool {
-		p, ok, err := visit(dir, name)
-		switch {
-		case err != nil:
-			sc.Note(err)
-		case ok:
-			sc.procs = append(sc.procs, p)
+		for i, name := range names {
+			p, ok, err := visit(dir, name)
+			switch {
+			case err != nil:
+				scs[i].Note(err)
+			case ok:
+				scs[i].procs = append(scs[i].procs, p)
+			}
 		}
 		return true
 	})
 	if err != nil {
 		return nil, err
 	}
-	return sc, nil
+	return scs, nil
 }
 
 // oldest is the process that stands for Fabric Manager: with DAEMONIZE=1

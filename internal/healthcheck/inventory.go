@@ -41,7 +41,8 @@ func (p Program) printInventory(node string, cfg config.Config, o options) int {
 	}
 	fmt.Fprintf(p.Stdout, "# gpuhc inventory of %s at %s%s.\n", node, p.Clock().UTC().Format(time.RFC3339), sim)
 	fmt.Fprintf(p.Stdout, "# Check it, then paste it into %s (or, as [host.checks...] tables,\n", config.DefaultPath)
-	fmt.Fprintf(p.Stdout, "# into a [[host]] section matching the nodes of this shape).\n\n%s", frag)
+	fmt.Fprintf(p.Stdout, "# into a [[host]] section matching the nodes of this shape; rename any\n")
+	fmt.Fprintf(p.Stdout, "# [[checks.ib.port.group]] to [[host.checks.ib.port.group]] as well).\n\n%s", frag)
 	return ExitHealthy
 }
 

@@ -85,3 +85,65 @@ func TestPrintInventoryBadConfig(t *testing.T) {
 		t.Errorf("bad config: exit %d, want %d", code, ExitUsage)
 	}
 }
+
+// Bring-up on a node whose ports are not all alike (eight NDR ports
+// beside an Ethernet port at a lower rate): the inventory pins rate and
+// count per link layer, so that an NDR port later trained at 2X NDR
+// drains the node, though the Ethernet port's rate is lower still.
+func TestPrintInventoryPerLinkLayer(t *testing.T) {
+	root := sysfsfix.Tree(t, sysfsfix.H100NDR)
+	dir := t.TempDir()
+	base := fmt.Sprintf("root = %q\nstate_dir = %q\nlock_file = %q\n[events]\nfile = \"\"\n[checks.fabric.manager]\nenabled = false\n",
+		root, filepath.Join(dir, "state"), filepath.Join(dir, "lock"))
+	cfgPath := filepath.Join(dir, "gpuhc.toml")
+	must(t, os.WriteFile(cfgPath, []byte(base), 0o644))
+	code, out, errOut := runProgram(t, "--config", cfgPath, "--simulate", "dgxh100", "--print-inventory")
+	if code != ExitHealthy {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	for _, want := range []string{
+		"expected_hcas = 9\n", "min_rate_gbps = 0.0\n",
+		"[[checks.ib.port.group]]\nlink_layer = \"Ethernet\"\nmin_rate_gbps = 100.0\nexpected_active_ports = 1\n",
+		"[[checks.ib.port.group]]\nlink_layer = \"InfiniBand\"\nmin_rate_gbps = 400.0\nexpected_active_ports = 8\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inventory lacks %q:\n%s", want, out)
+		}
+	}
+	full := base + "\n" + out
+	must(t, os.WriteFile(cfgPath, []byte(full), 0o644))
+	if code, out, _ = runProgram(t, "--config", cfgPath, "--simulate", "dgxh100", "--dry-run"); code != ExitHealthy {
+		t.Errorf("known-good node with its own inventory: exit %d\n%s", code, out)
+	}
+	sysfsfix.Set(t, root, sysfsfix.PortDir("mlx5_3", 1)+"/rate", "200 Gb/sec (2X NDR)")
+	code, out, _ = runProgram(t, "--config", cfgPath, "--simulate", "dgxh100", "--dry-run")
+	if code != ExitFail || !strings.Contains(out, "would-drain: gpuhc: ib.port: mlx5_3/1 (0000:5e:00.0): rate 200 Gb/sec < expected 400") {
+		t.Errorf("NDR port at 2X with the inventory: exit %d\n%s", code, out)
+	}
+}
+
+// On an HGX B200 the inventory counts the 8 HCAs, lists the NVSwitch
+// management devices as such, and pins every GPU to its own HCA.
+func TestPrintInventoryB200(t *testing.T) {
+	root := sysfsfix.Tree(t, sysfsfix.B200)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "gpuhc.toml")
+	must(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf("root = %q\nstate_dir = %q\nlock_file = %q\n[events]\nfile = \"\"\n",
+		root, filepath.Join(dir, "state"), filepath.Join(dir, "lock"))), 0o644))
+	code, out, errOut := runProgram(t, "--config", cfgPath, "--simulate", "dgxb200", "--print-inventory")
+	if code != ExitHealthy {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	for _, want := range []string{
+		"expected_hcas = 8\n", "expected_active_ports = 8\n", "min_rate_gbps = 400.0\n", `link_layer = "InfiniBand"`,
+		"# mlx5_11 0000:8a:00.0 fw 28.43.1014 (NVSwitch management, VPD SMDL=SW_MNG: not an HCA, not counted)\n",
+		`"0000:1b:00.0=mlx5_0", # gpu0: same PCIe switch`, `"0000:df:00.0=mlx5_7", # gpu7: same PCIe switch`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inventory lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "=mlx5_8\"") || strings.Contains(out, "=mlx5_1") && strings.Contains(out, "=mlx5_10") {
+		t.Errorf("a management device pinned:\n%s", out)
+	}
+}

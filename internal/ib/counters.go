@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
@@ -48,6 +50,12 @@ var portCounters = []portCounter{
 type countersState struct {
 	BootID string                       `json:"boot_id"`
 	Ports  map[string]map[string]uint64 `json:"ports"`
+	// Saturated lists, per port, the counters that reached their top
+	// under a baseline below it (a FAIL then): they WARN while they stay
+	// there. A counter at its top that is not listed was found there
+	// with no baseline (or by a gpuhc that kept no list), was warned
+	// about on first sight, and is quiet.
+	Saturated map[string][]string `json:"saturated,omitempty"`
 }
 
 type countersCheck struct {
@@ -61,8 +69,11 @@ type countersCheck struct {
 // new boot and a counter that went down (driver reload, perfquery -R)
 // take a new baseline. The counters stop at their width's all-ones: one
 // that got there since the last run FAILs (what it would have shown past
-// that is unknown); one already there at the last run only WARNs, so that
-// old errors do not keep a node drained until someone clears them.
+// that is unknown), and WARNs while it stays there, so that old errors do
+// not keep a node drained until someone clears them; one found there with
+// no baseline WARNs once and is quiet after (the record keeps it), as a
+// healthy node can show a 4-bit counter at 15. A device without a PMA
+// ("N/A (no PMA)", iWARP) is SKIP.
 func NewCounters(root string, c config.IB, st statefile.Dir) check.Check {
 	return &countersCheck{root: root, cfg: c, state: st}
 }
@@ -84,10 +95,11 @@ func (c *countersCheck) bootID() (string, error) {
 }
 
 func (c *countersCheck) Run(ctx context.Context) []check.Result {
-	all, stop, ok := listHCAs(ctx, c.root, nameCounters)
+	devs, stop, ok := listHCAs(ctx, c.root, nameCounters)
 	if !ok {
 		return []check.Result{stop}
 	}
+	all := devs.HCAs
 	incl := included(all, c.cfg.Exclude)
 	// A virtual device's counters are its physical port's, or its own
 	// share of them, and it may be gone after a reboot: not judged.
@@ -116,15 +128,22 @@ func (c *countersCheck) Run(ctx context.Context) []check.Result {
 				return append(out, interrupted(ctx, nameCounters))
 			}
 			comp := portName(h.Name, p.Num)
-			now, r := c.judgePort(h.Name, p.Num, prev.Ports[comp])
-			r.IDs.PCIBusID = h.PCIAddr
-			out = append(out, r)
-			if now != nil {
-				next.Ports[comp] = now
+			pv := c.judgePort(h.Name, p.Num, prev.Ports[comp], prev.Saturated[comp])
+			pv.result.IDs.PCIBusID = h.PCIAddr
+			out = append(out, pv.result)
+			if pv.now != nil {
+				next.Ports[comp] = pv.now
+			}
+			if len(pv.saturated) > 0 {
+				if next.Saturated == nil {
+					next.Saturated = map[string][]string{}
+				}
+				next.Saturated[comp] = pv.saturated
 			}
 		}
 	}
-	if next.BootID == prev.BootID && maps.EqualFunc(next.Ports, prev.Ports, maps.Equal) {
+	if next.BootID == prev.BootID && maps.EqualFunc(next.Ports, prev.Ports, maps.Equal) &&
+		maps.EqualFunc(next.Saturated, prev.Saturated, slices.Equal) {
 		// Steady state: error counters rarely move, and rewriting (and
 		// fsyncing) the same record every run would be most of this
 		// check's cost.
@@ -151,25 +170,55 @@ func (c *countersCheck) noDevices(skip check.Result) []check.Result {
 	return out
 }
 
-// judgePort reads one port's counters and compares them with prev. It
-// returns what to keep for the next run: the values read; prev when they
-// could not be read (the next run compares against the last good values);
-// nil when the port has no counters.
-func (c *countersCheck) judgePort(dev string, port int, prev map[string]uint64) (map[string]uint64, check.Result) {
+// portVerdict is one port's judgement and what to keep of it.
+type portVerdict struct {
+	result check.Result
+	// now is what to keep for the next run: the values read; the previous
+	// ones when they could not be read (the next run compares against
+	// the last good values); nil when the port has no counters.
+	now map[string]uint64
+	// saturated are the counters that reached their top under a
+	// baseline (countersState.Saturated).
+	saturated []string
+}
+
+// clearAdvice says how to clear a counter, where that helps. perfquery -R
+// resets the PortCounters these are read from (-x would reset the
+// extended data counters instead). It helps where a counter stuck at its
+// top hides what comes next and clearing it leaves a count that means
+// something: after a fault is fixed, or for a wide counter found pegged
+// by old errors. It does not help for a 4-bit counter found at 15 on
+// first sight: 15 is what a healthy node's whole uptime can add up to
+// (gpud's captured healthy H100 shows excessive_buffer_overrun_errors at
+// 15 on every port), so a cleared one climbs back and its growth would
+// then FAIL the node for nothing.
+func clearAdvice(pc portCounter, dev string, port int, firstSight bool) string {
+	if firstSight && config.IBCounterBits(pc.name) <= 4 {
+		return ""
+	}
+	return fmt.Sprintf("perfquery -R -C %s -P %d", dev, port)
+}
+
+// judgePort reads one port's counters and compares them with prev.
+func (c *countersCheck) judgePort(dev string, port int, prev map[string]uint64, prevSaturated []string) portVerdict {
 	comp := portName(dev, port)
 	dir := filepath.Join(c.root, classDir, dev, "ports", strconv.Itoa(port), "counters")
-	now, err := readCounters(dir)
+	now, noPMA, err := readCounters(dir)
 	switch {
 	case err != nil:
-		return prev, result(nameCounters, comp, check.Error, "cannot read counters: %s", errText(err))
+		return portVerdict{result: result(nameCounters, comp, check.Error, "cannot read counters: %s", errText(err)),
+			now: prev, saturated: prevSaturated}
+	case noPMA:
+		// drivers/infiniband/core/sysfs.c answers every PMA counter with
+		// "N/A (no PMA)" on a device without a performance management
+		// agent (iWARP: cxgb4, irdma in iWARP mode): nothing to judge.
+		return portVerdict{result: result(nameCounters, comp, check.Skip, "no error counters (N/A (no PMA): the device has no performance management agent)")}
 	case len(now) == 0:
-		return nil, result(nameCounters, comp, check.Skip, "no error counters")
+		return portVerdict{result: result(nameCounters, comp, check.Skip, "no error counters")}
 	}
-	// Where to clear this port's counters: perfquery -R resets the
-	// PortCounters these are read from (-x would reset the extended
-	// data counters instead).
-	clearCmd := fmt.Sprintf("perfquery -R -C %s -P %d", dev, port)
 	v := verdict{name: nameCounters, comp: comp}
+	out := portVerdict{now: now}
+	var quiet []string
 	compared, reset := 0, false
 	for _, pc := range portCounters {
 		b, ok := now[pc.name]
@@ -179,9 +228,15 @@ func (c *countersCheck) judgePort(dev string, port int, prev map[string]uint64) 
 			continue
 		}
 		if !had {
-			// No baseline; a pegged counter still hides what comes next.
+			// No baseline; a pegged counter hides what comes next. Said
+			// once: the baseline keeps the value, and a counter found at
+			// its top and still there is quiet from then on.
 			if b == pc.top() {
-				v.add(check.Warn, fmt.Sprintf("%s saturated at %d before the first run; errors are invisible until cleared (%s)", pc.name, b, clearCmd))
+				msg := fmt.Sprintf("%s at its top %d on first sight; further errors on it cannot be seen", pc.name, b)
+				if adv := clearAdvice(pc, dev, port, true); adv != "" {
+					msg += " until cleared (" + adv + ")"
+				}
+				v.add(check.Warn, msg)
 			}
 			continue
 		}
@@ -190,11 +245,16 @@ func (c *countersCheck) judgePort(dev string, port int, prev map[string]uint64) 
 		case b == pc.top() && a < b:
 			// It reached its ceiling since the last run: the growth seen is
 			// a floor, and whatever came after is lost.
-			v.add(check.Fail, fmt.Sprintf("%s saturated at %d (+%d seen); clear with %s", pc.name, b, b-a, clearCmd))
-		case b == pc.top() && a == b:
+			v.add(check.Fail, fmt.Sprintf("%s saturated at %d (+%d seen); clear with %s once fixed", pc.name, b, b-a, clearAdvice(pc, dev, port, false)))
+			out.saturated = append(out.saturated, pc.name)
+		case b == pc.top() && a == b && slices.Contains(prevSaturated, pc.name):
 			// Judged when it pegged; failing again every run would keep
 			// the node drained for errors that may be long over.
-			v.add(check.Warn, fmt.Sprintf("%s saturated at %d since an earlier run; errors are invisible until cleared (%s)", pc.name, b, clearCmd))
+			v.add(check.Warn, fmt.Sprintf("%s saturated at %d since an earlier run; errors are invisible until cleared (%s)", pc.name, b, clearAdvice(pc, dev, port, false)))
+			out.saturated = append(out.saturated, pc.name)
+		case b == pc.top() && a == b:
+			// Found at its top with no baseline and warned about then.
+			quiet = append(quiet, pc.name)
 		case b < a:
 			// Cleared since the last run: what it counts now is all new.
 			reset = true
@@ -213,7 +273,11 @@ func (c *countersCheck) judgePort(dev string, port int, prev map[string]uint64) 
 	case reset:
 		okMsg = "counters were reset, new baseline; deltas within limits"
 	}
-	return now, v.result(okMsg)
+	if len(quiet) > 0 {
+		okMsg += " (" + strings.Join(quiet, ", ") + " at the top since first sight, not judged)"
+	}
+	out.result = v.result(okMsg)
+	return out
 }
 
 func (c *countersCheck) judgeDelta(v *verdict, name string, d uint64, limit int64) {
@@ -238,16 +302,22 @@ func (c *countersCheck) judgeDelta(v *verdict, name string, d uint64, limit int6
 	}
 }
 
+// noPMA is what drivers/infiniband/core/sysfs.c (show_pma_counter)
+// writes for every PMA counter of a device that has no performance
+// management agent.
+const noPMA = "N/A (no PMA)"
+
 // readCounters reads the judged counters of one port. A missing counters
 // directory, or a counter the driver does not offer, is absent from the
-// map; anything else that cannot be read, or is not a decimal count, is an
-// error.
-func readCounters(dir string) (map[string]uint64, error) {
+// map; na is true when every counter present reads noPMA. Anything else
+// that cannot be read, or is not a decimal count, is an error.
+func readCounters(dir string) (map[string]uint64, bool, error) {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, false, nil
 	}
 	out := map[string]uint64{}
 	var errs []error
+	na := 0
 	for _, pc := range portCounters {
 		p := filepath.Join(dir, pc.name)
 		s, err := sysread.Attr(p)
@@ -256,6 +326,9 @@ func readCounters(dir string) (map[string]uint64, error) {
 			continue
 		case err != nil:
 			errs = append(errs, err)
+			continue
+		case s == noPMA:
+			na++
 			continue
 		}
 		n, err := strconv.ParseUint(s, 10, 64)
@@ -266,7 +339,7 @@ func readCounters(dir string) (map[string]uint64, error) {
 		out[pc.name] = n
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return out, nil
+	return out, na > 0 && len(out) == 0, nil
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -198,22 +199,24 @@ func TestCountersSaturation(t *testing.T) {
 		{"one below the top is a count", h100Config(), "symbol_error", "65530", "65534", baseline, map[string]want{
 			"*": {check.OK, "within limits"},
 		}},
-		{"saturated at the first run warns", h100Config(), "symbol_error", "65535", "65535", map[string]want{
-			"mlx5_3/1": {check.Warn, "symbol_error saturated at 65535 before the first run; errors are invisible until cleared (perfquery -R -C mlx5_3 -P 1)"},
+		// Found at the top with no baseline: said once, then quiet (the
+		// record keeps it), with advice where clearing shows something.
+		{"saturated at the first run warns once", h100Config(), "symbol_error", "65535", "65535", map[string]want{
+			"mlx5_3/1": {check.Warn, "symbol_error at its top 65535 on first sight; further errors on it cannot be seen until cleared (perfquery -R -C mlx5_3 -P 1)"},
 			"*":        {check.OK, "baseline recorded"},
 		}, map[string]want{
-			"mlx5_3/1": {check.Warn, "symbol_error saturated at 65535 since an earlier run; errors are invisible until cleared"},
+			"mlx5_3/1": {check.OK, "within limits (symbol_error at the top since first sight, not judged)"},
 			"*":        {check.OK, "within limits"},
 		}},
-		{"saturated link_downed stays a warning while the link flaps", h100Config(), "link_downed", "255", "255", map[string]want{
-			"mlx5_3/1": {check.Warn, "link_downed saturated at 255 before the first run"},
+		{"saturated link_downed on first sight warns once", h100Config(), "link_downed", "255", "255", map[string]want{
+			"mlx5_3/1": {check.Warn, "link_downed at its top 255 on first sight"},
 			"*":        {check.OK, "baseline recorded"},
 		}, map[string]want{
-			"mlx5_3/1": {check.Warn, "link_downed saturated at 255 since an earlier run"},
+			"mlx5_3/1": {check.OK, "link_downed at the top since first sight"},
 			"*":        {check.OK, "within limits"},
 		}},
 		{"cleared after saturating: a new baseline", h100Config(), "excessive_buffer_overrun_errors", "15", "2", map[string]want{
-			"mlx5_3/1": {check.Warn, "excessive_buffer_overrun_errors saturated at 15 before the first run"},
+			"mlx5_3/1": {check.Warn, "excessive_buffer_overrun_errors at its top 15 on first sight; further errors on it cannot be seen"},
 			"*":        {check.OK, "baseline recorded"},
 		}, map[string]want{
 			"mlx5_3/1": {check.OK, "counters were reset"},
@@ -240,6 +243,47 @@ func TestCountersSaturation(t *testing.T) {
 			sysfsfix.Set(t, root, counter("mlx5_3", tc.counter), tc.after)
 			expect(t, nameCounters, run(t, NewCounters(root, tc.cfg, st)), tc.second)
 		})
+	}
+}
+
+// A 4-bit counter at 15 on first sight (every port of gpud's captured
+// healthy H100) warns once, without advice to clear it: cleared, it climbs
+// back, and that growth is a FAIL (the node had no fault). A counter that
+// reached its top under a baseline below it is growth, and FAILs.
+func TestCountersPeggedOnFirstSight(t *testing.T) {
+	root := sysfsfix.Tree(t, sysfsfix.H100NDR)
+	setBoot(t, root, bootA)
+	st := statefile.Dir{Path: t.TempDir()}
+	ebo := counter("mlx5_3", "excessive_buffer_overrun_errors")
+	steps := []struct {
+		value string
+		want  map[string]want
+	}{
+		{"15", map[string]want{"mlx5_3/1": {check.Warn, "excessive_buffer_overrun_errors at its top 15 on first sight"}, "*": {check.OK, "baseline recorded"}}},
+		// The record now holds 15 and no "saturated" list, as a record
+		// written by an earlier gpuhc does: quiet, not a WARN every run.
+		{"15", map[string]want{"mlx5_3/1": {check.OK, "at the top since first sight"}, "*": {check.OK, "within limits"}}},
+		{"15", map[string]want{"mlx5_3/1": {check.OK, "at the top since first sight"}, "*": {check.OK, "within limits"}}},
+		// Cleared by hand: a new baseline below the top.
+		{"0", map[string]want{"mlx5_3/1": {check.OK, "counters were reset"}, "*": {check.OK, "within limits"}}},
+		{"3", map[string]want{"*": {check.OK, "within limits"}}},
+		{"15", map[string]want{"mlx5_3/1": {check.Fail, "excessive_buffer_overrun_errors saturated at 15 (+12 seen)"}, "*": {check.OK, "within limits"}}},
+		{"15", map[string]want{"mlx5_3/1": {check.Warn, "saturated at 15 since an earlier run"}, "*": {check.OK, "within limits"}}},
+	}
+	for i, s := range steps {
+		sysfsfix.Set(t, root, ebo, s.value)
+		rs := run(t, NewCounters(root, h100Config(), st))
+		expect(t, nameCounters, rs, s.want)
+		if i == 0 {
+			for _, r := range rs {
+				if strings.Contains(r.Message, "perfquery") {
+					t.Errorf("advice to clear a 4-bit counter found at its top: %s", r.Message)
+				}
+			}
+		}
+		if t.Failed() {
+			t.Fatalf("step %d (value %s)", i, s.value)
+		}
 	}
 }
 

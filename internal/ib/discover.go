@@ -57,18 +57,44 @@ const classDir = "sys/class/infiniband"
 // so the port's own netdev is always among the first.
 const maxNetdevIndex = 8
 
-// Discover lists RDMA devices and their ports under root, sorted by name
-// and port. With root "/" the device and port lists come from
-// github.com/Mellanox/rdmamap; any other root (fixtures) is walked with the
-// same rules under root/sys/class/infiniband. Attributes are read here in
-// both cases, because rdmamap swallows read errors. A node without
-// /sys/class/infiniband has no HCAs (nil, nil).
+// Devices is what one walk of the RDMA class finds.
+type Devices struct {
+	// HCAs are the node's host channel adapters: what every ib check,
+	// the topology check and the inventory judge or count.
+	HCAs []HCA
+	// SwitchMgmt are the NVSwitch management functions of an NVLink5
+	// baseboard (VPD SMDL=SW_MNG, see vpd.go). They are mlx5 devices
+	// with IB ports, but their links go to the NVSwitches, not to the
+	// network: no job uses them, and a GPU is never paired with one.
+	SwitchMgmt []HCA
+	// VPDErrs are the VPD reads that failed; such a device is kept
+	// among the HCAs (a sick HCA must not vanish from the counts).
+	VPDErrs []error
+}
+
+// Discover lists the HCAs under root, as Scan does, without the NVSwitch
+// management devices.
 func Discover(ctx context.Context, root string) ([]HCA, error) {
+	d, err := Scan(ctx, root)
+	return d.HCAs, err
+}
+
+// Scan lists RDMA devices and their ports under root, sorted by name
+// and port, and sets the NVSwitch management devices apart. With root "/"
+// the device and port lists come from github.com/Mellanox/rdmamap; any
+// other root (fixtures) is walked with the same rules under
+// root/sys/class/infiniband. Attributes are read here in both cases,
+// because rdmamap swallows read errors. A node without
+// /sys/class/infiniband has no HCAs.
+//
+// This is the one place devices are told apart, so that no check counts
+// an NVSwitch management port as an HCA.
+func Scan(ctx context.Context, root string) (Devices, error) {
 	class := filepath.Join(root, classDir)
 	if _, err := os.Stat(class); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return Devices{}, nil
 	} else if err != nil {
-		return nil, fmt.Errorf("stat %s: %w", class, sysread.Bare(err))
+		return Devices{}, fmt.Errorf("stat %s: %w", class, sysread.Bare(err))
 	}
 	live := filepath.Clean(root) == "/"
 	var names []string
@@ -77,14 +103,14 @@ func Discover(ctx context.Context, root string) ([]HCA, error) {
 	} else {
 		var err error
 		if names, err = listDevices(class); err != nil {
-			return nil, err
+			return Devices{}, err
 		}
 	}
 	slices.Sort(names)
-	var out []HCA
+	var out Devices
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("discover RDMA devices: %w", err)
+			return Devices{}, fmt.Errorf("discover RDMA devices: %w", err)
 		}
 		if !validName(name) {
 			continue
@@ -95,10 +121,40 @@ func Discover(ctx context.Context, root string) ([]HCA, error) {
 		} else {
 			ports = listPorts(filepath.Join(class, name, "ports"))
 		}
-		out = append(out, readHCA(class, name, ports))
+		h := readHCA(class, name, ports)
+		mgmt, err := isSwitchMgmt(root, h)
+		switch {
+		case err != nil:
+			out.VPDErrs = append(out.VPDErrs, err)
+			out.HCAs = append(out.HCAs, h)
+		case mgmt:
+			out.SwitchMgmt = append(out.SwitchMgmt, h)
+		default:
+			out.HCAs = append(out.HCAs, h)
+		}
 	}
 	return out, nil
 }
+
+// isSwitchMgmt reads h's VPD, once per device per walk. A virtual device
+// is never one: the management functions are physical ones on the
+// baseboard, and a VF's VPD is its PF's. Nor is a device of another
+// vendor than NVIDIA's networking (Mellanox, 0x15b3): its VPD, slow to
+// read, is left alone. A vendor that cannot be read does not spare the
+// read.
+func isSwitchMgmt(root string, h HCA) (bool, error) {
+	if h.Virtual || h.PCIAddr == "" {
+		return false, nil
+	}
+	v, err := sysread.Attr(filepath.Join(root, "sys/bus/pci/devices", h.PCIAddr, "vendor"))
+	if err == nil && !strings.EqualFold(v, vendorMellanox) {
+		return false, nil
+	}
+	return switchMgmt(root, h.PCIAddr)
+}
+
+// vendorMellanox is the PCI vendor id of every ConnectX.
+const vendorMellanox = "0x15b3"
 
 // listDevices follows rdmamap.GetRdmaDeviceList: the class directory's
 // entries that are not directories (the kernel makes them symlinks).

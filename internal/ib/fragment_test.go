@@ -2,6 +2,7 @@ package ib
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -21,9 +22,12 @@ func TestFragment(t *testing.T) {
 	}{
 		{sysfsfix.H100NDR, []string{"mlx5_8"}, config.IBPort{ExpectedHCAs: 8, ExpectedActivePorts: 8, MinRateGbps: 400,
 			LinkLayer: "InfiniBand", Firmware: "28.39.2048", Inactive: "fail"}},
-		// With the management NIC: two link layers, a lower rate.
-		{sysfsfix.H100NDR, nil, config.IBPort{ExpectedHCAs: 9, ExpectedActivePorts: 9, MinRateGbps: 100,
-			Firmware: "28.39.2048", Inactive: "fail"}},
+		// With the management NIC: two link layers, each pinned on its own.
+		{sysfsfix.H100NDR, nil, config.IBPort{ExpectedHCAs: 9, ExpectedActivePorts: 9,
+			Firmware: "28.39.2048", Inactive: "fail", Groups: []config.IBPortGroup{
+				{LinkLayer: "Ethernet", MinRateGbps: 100, ExpectedActivePorts: 1},
+				{LinkLayer: "InfiniBand", MinRateGbps: 400, ExpectedActivePorts: 8},
+			}}},
 		{sysfsfix.A100HDR, nil, config.IBPort{ExpectedHCAs: 8, ExpectedActivePorts: 8, MinRateGbps: 200,
 			LinkLayer: "InfiniBand", Firmware: "20.39.1002", Inactive: "fail"}},
 		{sysfsfix.RoCE, nil, config.IBPort{ExpectedHCAs: 4, ExpectedActivePorts: 4, MinRateGbps: 200,
@@ -46,7 +50,7 @@ func TestFragment(t *testing.T) {
 			}
 			got := cfg.Checks.IB
 			got.Port.Common = config.IBPort{}.Common
-			if got.Port != tc.want {
+			if !reflect.DeepEqual(got.Port, tc.want) {
 				t.Errorf("got  %+v\nwant %+v\n%s", got.Port, tc.want, frag)
 			}
 			got.Port.Common = config.Default().Checks.IB.Port.Common

@@ -36,13 +36,14 @@ func (c *gdrCheck) Run(ctx context.Context) []check.Result {
 }
 
 func (c *gdrCheck) judge(ctx context.Context) check.Result {
-	all, stop, ok := listHCAs(ctx, c.root, nameGDR)
+	devs, stop, ok := listHCAs(ctx, c.root, nameGDR)
 	switch {
 	case !ok:
 		return stop
 	case ctx.Err() != nil:
 		return interrupted(ctx, nameGDR)
 	}
+	all := devs.HCAs
 	hcas := included(all, c.cfg.Exclude)
 	if len(hcas) == 0 {
 		return noDevices(nameGDR, len(all), 0)

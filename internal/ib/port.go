@@ -29,10 +29,11 @@ func NewPort(root string, c config.IB) check.Check {
 func (c *portCheck) Name() string { return namePort }
 
 func (c *portCheck) Run(ctx context.Context) []check.Result {
-	all, stop, ok := listHCAs(ctx, c.root, namePort)
+	devs, stop, ok := listHCAs(ctx, c.root, namePort)
 	if !ok {
 		return []check.Result{stop}
 	}
+	all := devs.HCAs
 	incl := included(all, c.cfg.Exclude)
 	hcas, virt := physical(incl)
 	p := c.cfg.Port
@@ -50,7 +51,10 @@ func (c *portCheck) Run(ctx context.Context) []check.Result {
 			out = append(out, c.judgePort(h, pt))
 		}
 	}
-	return append(out, c.judgeCounts(all, hcas, n, unjudgedNote(len(all)-len(incl), virt)))
+	note := unjudgedNote(len(all)-len(incl), virt) + switchNote(len(devs.SwitchMgmt))
+	// The management devices keep their mlx5_N numbers: they are no gap.
+	named := append(slices.Clone(all), devs.SwitchMgmt...)
+	return append(out, c.judgeCounts(named, hcas, n, note))
 }
 
 // portCount tallies the judged ports by state. A port whose state could
@@ -59,9 +63,24 @@ func (c *portCheck) Run(ctx context.Context) []check.Result {
 type portCount struct {
 	all, active, unknown int
 	inactive             []string
+	// byLayer counts the ports of each link layer alike, for the groups.
+	byLayer map[string]*portCount
 }
 
 func (n *portCount) add(dev string, p Port) {
+	n.tally(dev, p)
+	if n.byLayer == nil {
+		n.byLayer = map[string]*portCount{}
+	}
+	l := n.byLayer[p.LinkLayer]
+	if l == nil {
+		l = &portCount{}
+		n.byLayer[p.LinkLayer] = l
+	}
+	l.tally(dev, p)
+}
+
+func (n *portCount) tally(dev string, p Port) {
 	n.all++
 	switch {
 	case isActive(p):
@@ -71,6 +90,20 @@ func (n *portCount) add(dev string, p Port) {
 	default:
 		n.unknown++
 	}
+}
+
+// layer is the count of one link layer's ports. A port whose link layer
+// could not be read is in none of them: it counts as unknown in each, so
+// that it may not turn a group's count into a FAIL.
+func (n *portCount) layer(ll string) portCount {
+	var c portCount
+	if l := n.byLayer[ll]; l != nil {
+		c = *l
+	}
+	if u := n.byLayer[""]; u != nil {
+		c.unknown += u.all
+	}
+	return c
 }
 
 // included drops excluded devices, and excluded ports of the others.
@@ -117,17 +150,29 @@ func unjudgedNote(excluded, virtual int) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
+// switchNote says how many NVSwitch management devices were set apart:
+// " (4 NVSwitch management devices not HCAs)".
+func switchNote(n int) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return " (1 NVSwitch management device, not an HCA)"
+	}
+	return fmt.Sprintf(" (%d NVSwitch management devices, not HCAs)", n)
+}
+
 // listHCAs starts every ib check's run: the RDMA devices under root, or,
 // when they cannot be listed, the one result check name reports instead.
-func listHCAs(ctx context.Context, root, name string) ([]HCA, check.Result, bool) {
-	all, err := Discover(ctx, root)
+func listHCAs(ctx context.Context, root, name string) (Devices, check.Result, bool) {
+	d, err := Scan(ctx, root)
 	switch {
 	case err == nil:
-		return all, check.Result{}, true
+		return d, check.Result{}, true
 	case ctx.Err() != nil:
-		return nil, interrupted(ctx, name), false
+		return Devices{}, interrupted(ctx, name), false
 	}
-	return nil, result(name, componentHost, check.Error, "cannot list RDMA devices: %s", errText(err)), false
+	return Devices{}, result(name, componentHost, check.Error, "cannot list RDMA devices: %s", errText(err)), false
 }
 
 // noDevices is the SKIP of a node with nothing to judge.
@@ -161,16 +206,33 @@ func (c *portCheck) judgePort(h HCA, p Port) check.Result {
 	if p.Err != nil {
 		v.add(check.Error, "cannot read: "+errText(p.Err))
 	}
-	if cfg.LinkLayer != "" && p.LinkLayer != "" && p.LinkLayer != cfg.LinkLayer {
-		v.add(check.Fail, fmt.Sprintf("link_layer %s, expected %s", p.LinkLayer, cfg.LinkLayer))
+	floor := cfg.MinRateGbps
+	if p.LinkLayer != "" {
+		g, inGroup := cfg.Group(p.LinkLayer)
+		switch {
+		case cfg.LinkLayer != "" && p.LinkLayer != cfg.LinkLayer:
+			v.add(check.Fail, fmt.Sprintf("link_layer %s, expected %s", p.LinkLayer, cfg.LinkLayer))
+		case len(cfg.Groups) > 0 && !inGroup:
+			v.add(check.Fail, fmt.Sprintf("link_layer %s, expected %s", p.LinkLayer, groupLayers(cfg.Groups)))
+		}
+		floor = max(floor, g.MinRateGbps)
 	}
 	// A port that is down reports some rate; only a live link's matters.
-	if cfg.MinRateGbps > 0 && p.State == "ACTIVE" && p.RateText != "" && p.RateGbps < cfg.MinRateGbps {
-		v.add(check.Fail, fmt.Sprintf("rate %s Gb/sec < expected %s", fmtGbps(p.RateGbps), fmtGbps(cfg.MinRateGbps)))
+	if floor > 0 && p.State == "ACTIVE" && p.RateText != "" && p.RateGbps < floor {
+		v.add(check.Fail, fmt.Sprintf("rate %s Gb/sec < expected %s", fmtGbps(p.RateGbps), fmtGbps(floor)))
 	}
 	r := v.result(fmt.Sprintf("%s, %s, %s", p.State, p.RateText, p.LinkLayer))
 	r.IDs.PCIBusID = h.PCIAddr
 	return r
+}
+
+// groupLayers names the configured link layers: "InfiniBand or Ethernet".
+func groupLayers(gs []config.IBPortGroup) string {
+	names := make([]string, len(gs))
+	for i, g := range gs {
+		names[i] = g.LinkLayer
+	}
+	return strings.Join(names, " or ")
 }
 
 func orUnknown(s string) string {
@@ -213,18 +275,28 @@ func (c *portCheck) judgeCounts(all, hcas []HCA, pc portCount, note string) chec
 	case n > want:
 		v.add(check.Warn, fmt.Sprintf("%d HCAs, expected %d", n, want))
 	}
-	switch want := cfg.ExpectedActivePorts; {
-	case want < 0 || pc.active >= want:
+	judgeActive(&v, "", cfg.ExpectedActivePorts, pc)
+	for _, g := range cfg.Groups {
+		judgeActive(&v, g.LinkLayer+" ", g.ExpectedActivePorts, pc.layer(g.LinkLayer))
+	}
+	return v.result(fmt.Sprintf("%d HCAs, %d of %d ports active%s", n, pc.active, pc.all, note))
+}
+
+// judgeActive compares the active ports of pc (what, "" or
+// "InfiniBand ", names them) with the least number wanted; want <= 0
+// does not check.
+func judgeActive(v *verdict, what string, want int, pc portCount) {
+	switch {
+	case want <= 0 || pc.active >= want:
 	case pc.active+pc.unknown >= want:
-		v.add(check.Error, fmt.Sprintf("%d active ports, expected %d; %d unreadable", pc.active, want, pc.unknown))
+		v.add(check.Error, fmt.Sprintf("%d active %sports, expected %d; %d unreadable", pc.active, what, want, pc.unknown))
 	default:
-		msg := fmt.Sprintf("%d active ports, expected %d", pc.active, want)
+		msg := fmt.Sprintf("%d active %sports, expected %d", pc.active, what, want)
 		if len(pc.inactive) > 0 {
 			msg += " (inactive: " + strings.Join(pc.inactive, ", ") + ")"
 		}
 		v.add(check.Fail, msg)
 	}
-	return v.result(fmt.Sprintf("%d HCAs, %d of %d ports active%s", n, pc.active, pc.all, note))
 }
 
 var numbered = regexp.MustCompile(`^(.*?)([0-9]+)$`)

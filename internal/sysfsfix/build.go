@@ -360,9 +360,13 @@ func (b *builder) hcaPCI(parent string, h hcaSlot, numa int) string {
 	if h.ib {
 		class = classIB
 	}
-	return b.pci(parent, pciAddr(int(h.bus), 0, 0), pciAttrs{
+	dir := b.pci(parent, pciAddr(int(h.bus), 0, 0), pciAttrs{
 		vendor: vendorMellanox, device: h.model.device, subVendor: vendorMellanox, subDevice: h.model.subDev,
 		class: class, numa: numa, speed: h.model.speed, width: 16, driver: "mlx5_core"})
+	if h.vpd != "" {
+		b.t.raw(dir+"/vpd", h.vpd)
+	}
+	return dir
 }
 
 // mac is HCA i's (made-up, Mellanox OUI) MAC; its node GUID is the MAC

@@ -61,6 +61,9 @@ type hcaSlot struct {
 	netdev string // Ethernet netdev name; IPoIB names are derived
 	mbps   int    // netdev speed in Mb/s
 	uverbs int    // uverbsN index
+	// vpd is the PCI function's Vital Product Data file, byte for byte
+	// (see vpd.go); "" writes none.
+	vpd string
 }
 
 type nvswitchModel struct {
@@ -106,6 +109,10 @@ var (
 	cx7   = hcaModel{device: 0x1021, hcaType: "MT4129", fwVer: "28.39.2048", boardID: "MT_0000000838", speed: gen5, subDev: 0x0040}
 	cx6   = hcaModel{device: 0x101b, hcaType: "MT4123", fwVer: "20.39.1002", boardID: "MT_0000000223", speed: gen4, subDev: 0x0007}
 	cx6dx = hcaModel{device: 0x101d, hcaType: "MT4125", fwVer: "22.39.1002", boardID: "MT_0000000359", speed: gen4, subDev: 0x0016}
+	// cx7mgmt is a ConnectX-7 function on an NVLink5 baseboard that
+	// manages the NVSwitches: the same chip and ids as an HCA, told apart
+	// only by its VPD (SMDL=SW_MNG). Board id and firmware are made up.
+	cx7mgmt = hcaModel{device: 0x1021, hcaType: "MT4129", fwVer: "28.43.1014", boardID: "NVD0000000054", speed: gen5, subDev: 0x0040}
 )
 
 const (
@@ -152,7 +159,7 @@ func concat(parts ...[]string) []string {
 
 // specs are the three modelled nodes, by tree name.
 func specs() map[string]node {
-	return map[string]node{H100NDR: h100NDR(), A100HDR: a100HDR(), RoCE: roce()}
+	return map[string]node{H100NDR: h100NDR(), A100HDR: a100HDR(), RoCE: roce(), B200: b200()}
 }
 
 // h100NDR is a DGX H100: GPU buses as internal/gpu/sim's dgxh100, one NDR
@@ -176,6 +183,36 @@ func h100NDR() node {
 	}
 	n.hcas = append(n.hcas, hcaSlot{name: "mlx5_8", bus: 0xc1, gpu: -1, numa: 1,
 		model: cx7, rate: rateEDR, netdev: "enp193s0np0", mbps: 100000, uverbs: 8})
+	return n
+}
+
+// b200 is an HGX B200 (NVLink5): GPU buses as internal/gpu/sim's dgxb200,
+// one ConnectX-7 NDR HCA beside each GPU, and four ConnectX-7 functions
+// that manage the NVSwitches (VPD SMDL=SW_MNG), numbered after the HCAs
+// as on the HGX B200 of siderolabs/extensions#893 (mlx5_8..mlx5_11). The
+// NVSwitches are not on the PCI bus.
+func b200() node {
+	n := node{
+		hostname: "hgxb200-01",
+		numaCPUs: []string{"0-55,112-167", "56-111,168-223"},
+		ncpu:     224,
+		// 0x2901 is GB100 [B200] in pci.ids; the subsystem is the sim's.
+		gpu:     gpuModel{device: 0x2901, subDevice: 0x1999, speed: gen5, switchDevice: 0xc030},
+		cpuTemp: cpuTempModel{driver: "coretemp", cores: 4},
+		modules: concat(modsNVIDIA, modsRDMA, []string{"coretemp 20480 0 - Live 0xffffffffc07fe000"}),
+	}
+	for i, b := range []uint8{0x1b, 0x43, 0x52, 0x61, 0x9d, 0xc3, 0xd1, 0xdf} {
+		n.gpus = append(n.gpus, gpuSlot{bus: b, numa: i / 4})
+		n.hcas = append(n.hcas, hcaSlot{name: fmt.Sprintf("mlx5_%d", i), bus: b + 1, gpu: i,
+			model: cx7, ib: true, rate: rateNDR, mbps: 400000, uverbs: i,
+			vpd: vpdHCA(fmt.Sprintf("MT2413X%05d", 10+i))})
+	}
+	// Own root ports, clear of every GPU switch's bus range.
+	for i, b := range []uint8{0x08, 0x0a, 0x88, 0x8a} {
+		n.hcas = append(n.hcas, hcaSlot{name: fmt.Sprintf("mlx5_%d", 8+i), bus: b, gpu: -1, numa: i / 2,
+			model: cx7mgmt, ib: true, rate: rateNDR, mbps: 400000, uverbs: 8 + i,
+			vpd: vpdSwitchMgmt(fmt.Sprintf("MT2414X%05d", 20+i))})
+	}
 	return n
 }
 

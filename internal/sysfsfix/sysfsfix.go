@@ -36,10 +36,15 @@ const (
 	// RoCE is a PCIe server: 4 H100 PCIe, 4 ConnectX-6 Dx RoCE ports, no
 	// NVSwitch, Intel coretemp.
 	RoCE = "roce"
+	// B200 is an HGX B200 (NVLink5): 8 B200 SXM, 8 ConnectX-7 NDR IB HCAs
+	// (mlx5_0..7, each on its GPU's PCIe switch) and 4 ConnectX-7
+	// NVSwitch management functions (mlx5_8..11, VPD SMDL=SW_MNG); no
+	// NVSwitch on the PCI bus, Intel coretemp.
+	B200 = "b200"
 )
 
 // known lists the tree names for error messages.
-const known = H100NDR + ", " + A100HDR + ", " + RoCE
+const known = H100NDR + ", " + A100HDR + ", " + RoCE + ", " + B200
 
 // Tree copies the named committed tree into a scratch directory (symlinks
 // preserved) and returns that root (the dir holding sys/ and proc/).

@@ -11,7 +11,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/<tree> from the generator")
 
-var allTrees = []string{H100NDR, A100HDR, RoCE}
+var allTrees = []string{H100NDR, A100HDR, RoCE, B200}
 
 // snapshot reads a tree as path -> "f:"+content or "l:"+link target.
 func snapshot(t *testing.T, root string) map[string]string {

@@ -130,6 +130,9 @@ func TestHealthy(t *testing.T) {
 		{sysfsfix.H100NDR, nil, 8}, // the management port is never nearer than a GPU's own
 		{sysfsfix.A100HDR, nil, 8},
 		{sysfsfix.RoCE, nil, 4},
+		// HGX B200: the NVSwitch management devices (VPD SMDL=SW_MNG) on
+		// their own root ports are no HCA for any GPU.
+		{sysfsfix.B200, nil, 8},
 	} {
 		for cname, c := range map[string]config.Topology{"defaults": defaults(), "strict": strict} {
 			t.Run(tc.tree+"/"+cname+"/"+strings.Join(tc.exclude, ","), func(t *testing.T) {
@@ -138,6 +141,33 @@ func TestHealthy(t *testing.T) {
 				rs := run(t, New(root, c, tc.exclude, nil))
 				expect(t, rs, gpus(tc.n, nil))
 			})
+		}
+	}
+}
+
+// On an HGX B200 whose NUMA-0 HCAs are all down, the GPUs there have no
+// network near them: the nearest HCA is across sockets (WARN), though an
+// NVSwitch management device with an ACTIVE IB port sits on their NUMA
+// node; it is never anyone's HCA. Nor does the inventory pin one.
+func TestB200SwitchMgmtNeverPaired(t *testing.T) {
+	root := sysfsfix.Tree(t, sysfsfix.B200)
+	for _, d := range []string{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"} {
+		sysfsfix.Set(t, root, sysfsfix.PortDir(d, 1)+"/state", "1: DOWN")
+	}
+	rs := run(t, New(root, defaults(), nil, nil))
+	expect(t, rs, gpus(8, map[int]want{
+		0: {check.Warn, "nearest active HCA mlx5_4 is across sockets"},
+		1: {check.Warn, "nearest active HCA mlx5_4 is across sockets"},
+		2: {check.Warn, "nearest active HCA mlx5_4 is across sockets"},
+		3: {check.Warn, "nearest active HCA mlx5_4 is across sockets"},
+	}))
+	frag, err := Fragment(context.Background(), sysfsfix.Tree(t, sysfsfix.B200), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		if !strings.Contains(frag, fmt.Sprintf("=mlx5_%d\", # gpu%d: same PCIe switch", i, i)) {
+			t.Errorf("gpu%d not pinned to mlx5_%d:\n%s", i, i, frag)
 		}
 	}
 }
