@@ -15,17 +15,22 @@ import (
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/host"
 	"github.com/gpuhc/gpuhc/internal/ib"
+	"github.com/gpuhc/gpuhc/internal/kmsg"
 	"github.com/gpuhc/gpuhc/internal/statefile"
 	"github.com/gpuhc/gpuhc/internal/topology"
 	"github.com/gpuhc/gpuhc/internal/xid"
 )
 
 // Env is what the checks need beyond their configuration: the GPUs (real
-// NVML or a simulated server), the kernel log and the state directory.
+// NVML or a simulated server), the run's kernel-log pass and the state
+// directory.
 type Env struct {
-	GPU   *gpu.Node
-	Kmsg  xid.Source
-	State statefile.Dir
+	GPU *gpu.Node
+	// Kernel is the run's one read of the kernel log, shared by the rules
+	// over it (see kernelRule); the program Commits it after the checks.
+	// Nil: a log that cannot be read (the rules report ERROR).
+	Kernel *kmsg.Log
+	State  statefile.Dir
 }
 
 type entry struct {
@@ -48,6 +53,18 @@ func Deep(cfg config.Config, env Env) []check.Task {
 	return enabled(cfg, []entry{
 		{b.Common, func() check.Check { return bandwidth.New(b, lookupGPU(env.GPU)) }},
 	})
+}
+
+// kernelRule builds a rule over the kernel-log pass, registered with it
+// under the rule's name: the pass's cursor moves only once every rule
+// registered has judged the run's lines (kmsg.Log). Each rule over the
+// kernel log is one such entry.
+func kernelRule(l *kmsg.Log, build func(kmsg.Reader) check.Check) func() check.Check {
+	return func() check.Check {
+		c := build(l)
+		l.Register(c.Name())
+		return c
+	}
 }
 
 func enabled(cfg config.Config, entries []entry) []check.Task {
@@ -81,7 +98,7 @@ func gpuChecks(cfg config.Config, env Env) []entry {
 		{g.Count.Common, func() check.Check { return gpu.NewCount(n, g.Count) }},
 		{g.Driver.Common, func() check.Check { return gpu.NewDriver(n, g.Driver) }},
 		{g.Lost, func() check.Check { return gpu.NewLost(n) }},
-		{g.XID.Common, func() check.Check { return xid.New(n, g.XID, st, env.Kmsg) }},
+		{g.XID.Common, kernelRule(env.Kernel, func(k kmsg.Reader) check.Check { return xid.New(n, g.XID, st, k) })},
 		{g.Memory.Common, func() check.Check { return gpu.NewMemory(n, g.Memory) }},
 		{g.PCIe.Common, func() check.Check { return gpu.NewPCIe(n, g.PCIe, st) }},
 		{g.NVLink.Common, func() check.Check { return gpu.NewNVLink(n, g.NVLink, st) }},

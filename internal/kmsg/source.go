@@ -1,4 +1,4 @@
-package xid
+package kmsg
 
 import (
 	"context"
@@ -191,6 +191,11 @@ func (b *Batch) add(s string, from uint64) {
 	if err != nil {
 		return
 	}
+	b.keep(r, from)
+}
+
+// keep takes one parsed record, counting it whatever its sequence number.
+func (b *Batch) keep(r Record, from uint64) {
 	if b.Seen == 0 || r.Seq > b.Newest {
 		b.Newest = r.Seq
 	}
@@ -202,6 +207,7 @@ func (b *Batch) add(s string, from uint64) {
 
 type sliceSource struct {
 	records []string
+	parsed  []Record // a replay's, read from text (Replay)
 	bootID  string
 }
 
@@ -224,6 +230,13 @@ func (s *sliceSource) Records(ctx context.Context, from uint64) (Batch, error) {
 			break
 		}
 		b.add(r, from)
+	}
+	for _, r := range s.parsed {
+		if ctx.Err() != nil || len(b.Records) >= maxKept {
+			b.Complete = false
+			break
+		}
+		b.keep(r, from)
 	}
 	return b, nil
 }

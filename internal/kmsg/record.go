@@ -1,4 +1,4 @@
-package xid
+package kmsg
 
 import (
 	"errors"
