@@ -32,4 +32,3 @@ func TestParseRecord(t *testing.T) {
 		}
 	}
 }
-

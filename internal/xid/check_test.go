@@ -43,7 +43,9 @@ func defaults() config.XID { return config.Default().Checks.GPU.XID }
 
 // simSrc is m's kernel log as --simulate reads it: gpuhc watched it since
 // boot, so that the injected XIDs are new even without a cursor yet.
-func simSrc(m *sim.Machine) kmsg.Source { return kmsg.SimulatedSource(m.Kmsg, m.BootID, m.KmsgWatchedFrom()) }
+func simSrc(m *sim.Machine) kmsg.Source {
+	return kmsg.SimulatedSource(m.Kmsg, m.BootID, m.KmsgWatchedFrom())
+}
 
 func run(c check.Check) []check.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
