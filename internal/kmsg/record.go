@@ -65,7 +65,7 @@ func ParseRecord(s string) (Record, error) {
 		return Record{}, fmt.Errorf("%w: header %.40q: %v", errNotRecord, head, err)
 	}
 	r := Record{Facility: int(pri >> 3), Level: int(pri & 7), Seq: seq, TimeUsec: ts, Flags: "-", Text: unescape(msg)}
-	if len(f) > 3 {
+	if len(f) > 3 && f[3] != "" {
 		r.Flags = f[3]
 	}
 	for _, extra := range f[min(len(f), 4):] {

@@ -66,10 +66,13 @@ func (c *xidCheck) Run(ctx context.Context) []check.Result {
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("cannot read the XID state, this boot's earlier XIDs are forgotten: %v", err))
 	}
+	events := Events(snap.Lines)
 	inv, invErr := c.inventory(ctx)
-	if errors.Is(invErr, gpu.ErrNoGPUs) {
+	if errors.Is(invErr, gpu.ErrNoGPUs) && (snap.Err != nil || len(events) == 0) {
 		// No NVIDIA GPU on the bus and none expected: the kernel log has
 		// nothing to say about GPUs, and may not even be readable here.
+		// XID lines in it (a saved log replayed on an admin's machine, a
+		// GPU gone from the bus) are still judged, by PCI address.
 		c.log.Judged(Name)
 		return []check.Result{{Check: Name, Component: "host", Status: check.Skip, Message: "no NVIDIA GPU on this node"}}
 	}
@@ -83,7 +86,7 @@ func (c *xidCheck) Run(ctx context.Context) []check.Result {
 	if snap.Fresh {
 		none = msgStarted
 	}
-	results := c.judge(st, inv, invErr, Events(snap.Lines), true, none)
+	results := c.judge(st, inv, invErr, events, true, none)
 	if err := c.dir.Save(stateFile, st); err != nil {
 		problems = append(problems, fmt.Sprintf("cannot save the XID state, these XIDs will be counted again: %v", err))
 	} else {

@@ -582,6 +582,13 @@ func TestNoGPUs(t *testing.T) {
 	if fmt.Sprint(summary(rs)) != "[host SKIP none no NVIDIA GPU on this node]" {
 		t.Errorf("no GPUs: %v", summary(rs))
 	}
+	// An XID line all the same (a saved log replayed on a GPU-less
+	// machine, a GPU gone from the bus): judged, by PCI address.
+	src = kmsg.SimulatedSource([]string{"6,0,1,-;Linux version 6.1.0", "4,1,2,-;NVRM: Xid (PCI:0000:4e:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."}, "b", 0)
+	rs = run(newPass(node, defaults(), statefile.Dir{Path: t.TempDir()}, src))
+	if fmt.Sprint(summary(rs)) != "[0000:4e:00.0 FAIL reboot XID 79 GPU has fallen off the bus]" {
+		t.Errorf("no GPUs, an XID: %v", summary(rs))
+	}
 }
 
 // The run that reads XID 79 still sees the GPU in NVML; by the next run
