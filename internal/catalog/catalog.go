@@ -6,6 +6,7 @@ package catalog
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/bandwidth"
@@ -55,16 +56,30 @@ func Deep(cfg config.Config, env Env) []check.Task {
 	})
 }
 
-// kernelRule builds a rule over the kernel-log pass, registered with it
-// under the rule's name: the pass's cursor moves only once every rule
-// registered has judged the run's lines (kmsg.Log). Each rule over the
-// kernel log is one such entry.
-func kernelRule(l *kmsg.Log, build func(kmsg.Reader) check.Check) func() check.Check {
-	return func() check.Check {
+// kernelRule is the entry of a rule over the kernel-log pass, registered
+// with it under the rule's name when built: the pass's cursor moves only
+// once every rule registered has judged the run's lines (kmsg.Log). Each
+// rule over the kernel log is one such line, in whichever list it
+// belongs to; KernelRules (and the bench) find them all.
+func kernelRule(common config.Common, l *kmsg.Log, build func(kmsg.Reader) check.Check) entry {
+	return entry{common: common, build: func() check.Check {
 		c := build(l)
 		l.Register(c.Name())
 		return c
+	}}
+}
+
+// KernelRules builds the enabled rules over env's kernel-log pass, as
+// Tasks does: the tasks that registered with it (test/bench -kmsg
+// measures them).
+func KernelRules(cfg config.Config, env Env) []check.Task {
+	var rules []check.Task
+	for _, t := range Tasks(cfg, env) {
+		if slices.Contains(env.Kernel.Rules(), t.Check.Name()) {
+			rules = append(rules, t)
+		}
 	}
+	return rules
 }
 
 func enabled(cfg config.Config, entries []entry) []check.Task {
@@ -98,7 +113,7 @@ func gpuChecks(cfg config.Config, env Env) []entry {
 		{g.Count.Common, func() check.Check { return gpu.NewCount(n, g.Count) }},
 		{g.Driver.Common, func() check.Check { return gpu.NewDriver(n, g.Driver) }},
 		{g.Lost, func() check.Check { return gpu.NewLost(n) }},
-		{g.XID.Common, kernelRule(env.Kernel, func(k kmsg.Reader) check.Check { return xid.New(n, g.XID, st, k) })},
+		kernelRule(g.XID.Common, env.Kernel, func(k kmsg.Reader) check.Check { return xid.New(n, g.XID, st, k) }),
 		{g.Memory.Common, func() check.Check { return gpu.NewMemory(n, g.Memory) }},
 		{g.PCIe.Common, func() check.Check { return gpu.NewPCIe(n, g.PCIe, st) }},
 		{g.NVLink.Common, func() check.Check { return gpu.NewNVLink(n, g.NVLink, st) }},

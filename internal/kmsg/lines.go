@@ -48,6 +48,10 @@ func continuation(r Record) bool {
 func unfinished(text string) bool {
 	first, _, _ := strings.Cut(text, "\n")
 	first = strings.TrimSpace(first)
+	// Most lines are neither: the regexps only for those that may be.
+	if !strings.HasPrefix(first, "NVRM: Xid") && !strings.HasPrefix(first, "nvidia-nvswitch") {
+		return false
+	}
 	return errorStart.MatchString(first) && !errorDone.MatchString(first)
 }
 
@@ -69,58 +73,60 @@ func unfinished(text string) bool {
 // twice: a continuation of an earlier line read again on its own never
 // starts with "NVRM:" or "nvidia-nvswitch" and so says nothing.
 func Lines(recs []Record) (lines []Line, hold *uint64) {
-	var frags []*fragment
-	pending := map[string]*fragment{} // last line per caller
-	var open *fragment                // the latest unfinished error line
+	frags := make([]fragment, 0, len(recs))
+	pending := map[string]int{} // index in frags of the last line per caller
+	open := -1                  // index of the latest unfinished error line
 	for i, r := range recs {
 		if r.Facility != 0 {
 			continue
 		}
 		if continuation(r) {
-			f := pending[r.Caller]
-			if r.Caller == "" && open != nil && i-open.last <= joinWindow {
-				f = open
+			k, ok := pending[r.Caller]
+			if r.Caller == "" && open >= 0 && i-frags[open].last <= joinWindow {
+				k, ok = open, true
 			}
-			if f != nil {
+			if ok {
+				f := &frags[k]
 				f.Text += r.Text
 				f.last = i
-				if f == open && !unfinished(f.Text) {
-					open = nil
+				if k == open && !unfinished(f.Text) {
+					open = -1
 				}
 				continue
 			}
 		}
-		f := &fragment{Line: Line{Seq: r.Seq, TimeUsec: r.TimeUsec, Level: r.Level, Text: r.Text}, last: i}
-		frags = append(frags, f)
-		pending[r.Caller] = f
-		if unfinished(f.Text) {
-			open = f
+		frags = append(frags, fragment{Line: Line{Seq: r.Seq, TimeUsec: r.TimeUsec, Level: r.Level, Text: r.Text}, last: i})
+		k := len(frags) - 1
+		pending[r.Caller] = k
+		if unfinished(r.Text) {
+			open = k
 		}
 	}
+	lines = make([]Line, 0, len(frags))
 	for k, f := range frags {
 		if k == len(frags)-1 && unfinished(f.Text) {
 			seq := f.Seq
 			hold = &seq
 			continue
 		}
-		lines = append(lines, splitLines(f.Line)...)
+		lines = splitLines(lines, f.Line)
 	}
 	return lines, hold
 }
 
-// splitLines cuts a record the kernel stored with embedded newlines (a
-// driver printing several lines in one call) into lines.
-func splitLines(l Line) []Line {
+// splitLines appends l to lines, cut into lines where the kernel stored
+// a record with embedded newlines (a driver printing several lines in one
+// call).
+func splitLines(lines []Line, l Line) []Line {
 	if !strings.Contains(l.Text, "\n") {
-		return []Line{l}
+		return append(lines, l)
 	}
-	var out []Line
-	for _, t := range strings.Split(l.Text, "\n") {
+	for t := range strings.SplitSeq(l.Text, "\n") {
 		if strings.TrimSpace(t) != "" {
 			n := l
 			n.Text = t
-			out = append(out, n)
+			lines = append(lines, n)
 		}
 	}
-	return out
+	return lines
 }

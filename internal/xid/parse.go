@@ -48,6 +48,10 @@ func ParseLine(line string) (Event, bool) {
 func Events(lines []kmsg.Line) []Event {
 	var events []Event
 	for _, l := range lines {
+		// Most of a kernel log is not XIDs: the regexp only where it may be.
+		if !strings.Contains(l.Text, "Xid") {
+			continue
+		}
 		if e, ok := ParseLine(l.Text); ok {
 			e.Seq, e.TimeUsec = l.Seq, l.TimeUsec
 			events = append(events, e)
