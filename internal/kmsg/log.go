@@ -84,6 +84,7 @@ type Log struct {
 	done   chan struct{} // closed once snap is read
 	snap   Snapshot
 	next   *cursor // what Commit saves; nil: nothing
+	onDisk *cursor // what CursorFile holds, when it could be read
 	rules  []string
 	judged map[string]bool
 }
@@ -154,9 +155,9 @@ func (l *Log) Snapshot(ctx context.Context) Snapshot {
 	}
 	l.done = make(chan struct{})
 	l.mu.Unlock()
-	snap, next := l.read(ctx)
+	snap, next, onDisk := l.read(ctx)
 	l.mu.Lock()
-	l.snap, l.next = snap, next
+	l.snap, l.next, l.onDisk = snap, next, onDisk
 	l.mu.Unlock()
 	close(l.done)
 	return snap
@@ -171,7 +172,7 @@ func (l *Log) Commit() (saved bool, err error) {
 		return false, nil
 	}
 	l.mu.Lock()
-	next := l.next
+	next, onDisk := l.next, l.onDisk
 	for _, r := range l.rules {
 		if !l.judged[r] {
 			next = nil
@@ -180,6 +181,10 @@ func (l *Log) Commit() (saved bool, err error) {
 	l.mu.Unlock()
 	if next == nil || l.dir.ReadOnly {
 		return false, nil
+	}
+	if onDisk != nil && *onDisk == *next {
+		// Nothing new: no write, no fsync (the steady state of most runs).
+		return true, nil
 	}
 	if err := l.dir.Save(CursorFile, next); err != nil {
 		return false, fmt.Errorf("save the kernel log cursor: %w", err)
@@ -207,12 +212,12 @@ func (l *Log) Pending() []string {
 	return out
 }
 
-// read is the pass itself: the snapshot, and the cursor to save after it
-// (nil when the log could not be read).
-func (l *Log) read(ctx context.Context) (Snapshot, *cursor) {
+// read is the pass itself: the snapshot, the cursor to save after it (nil
+// when the log could not be read), and the one the state directory holds.
+func (l *Log) read(ctx context.Context) (Snapshot, *cursor, *cursor) {
 	boot := l.src.BootID()
 	snap := Snapshot{BootID: boot}
-	cur, fresh, err := l.load(boot)
+	cur, onDisk, fresh, err := l.load(boot)
 	if err != nil {
 		snap.Trouble = fmt.Sprintf("cannot read the kernel log cursor, reading the kernel log from the start: %v", err)
 	}
@@ -235,19 +240,19 @@ func (l *Log) read(ctx context.Context) (Snapshot, *cursor) {
 	}
 	if err != nil {
 		snap.Err = err
-		return snap, nil
+		return snap, nil, onDisk
 	}
 	if fresh {
 		if batch.Seen > 0 {
 			cur.Next = batch.Newest + 1
 		}
 		snap.Fresh = true
-		return snap, cur
+		return snap, cur, onDisk
 	}
 	var hold *uint64
 	snap.Lines, hold = Lines(batch.Records)
 	cur.advance(batch, hold)
-	return snap, cur
+	return snap, cur, onDisk
 }
 
 // load reads the saved cursor for boot. fresh is true when there is none
@@ -260,37 +265,39 @@ func (l *Log) read(ctx context.Context) (Snapshot, *cursor) {
 // gpu-xid.json, once: the first Commit writes kmsg-cursor.json, so an
 // upgrade neither loses the XIDs logged since the last run nor judges the
 // ones before it again.
-func (l *Log) load(boot string) (cur *cursor, fresh bool, err error) {
+func (l *Log) load(boot string) (cur, onDisk *cursor, fresh bool, err error) {
 	var raw json.RawMessage
 	err = l.dir.Load(CursorFile, &raw)
 	if err != nil && !errors.Is(err, statefile.ErrCorrupt) {
-		return &cursor{BootID: boot}, false, err
+		return &cursor{BootID: boot}, nil, false, err
 	}
 	if err == nil && raw == nil {
-		return l.migrate(boot)
+		cur, onDisk, fresh = l.migrate(boot)
+		return cur, onDisk, fresh, nil
 	}
 	var saved cursor
 	if err != nil || json.Unmarshal(raw, &saved) != nil {
-		return &cursor{BootID: boot}, true, nil
+		return &cursor{BootID: boot}, nil, true, nil
 	}
+	disk := saved
 	if saved.BootID != boot {
-		return &cursor{BootID: boot}, false, nil
+		return &cursor{BootID: boot}, &disk, false, nil
 	}
-	return &saved, false, nil
+	return &saved, &disk, false, nil
 }
 
 // migrate takes the cursor from gpu-xid.json; anything short of a whole
 // cursor there (no file, no next_seq, unreadable) is a fresh start.
-func (l *Log) migrate(boot string) (*cursor, bool, error) {
+func (l *Log) migrate(boot string) (cur, onDisk *cursor, fresh bool) {
 	var raw json.RawMessage
 	if err := l.dir.Load(legacyFile, &raw); err != nil || raw == nil {
-		return &cursor{BootID: boot}, true, nil
+		return &cursor{BootID: boot}, nil, true
 	}
 	var old legacy
 	if json.Unmarshal(raw, &old) != nil || old.Next == nil {
-		return &cursor{BootID: boot}, true, nil
+		return &cursor{BootID: boot}, nil, true
 	}
-	cur := &cursor{BootID: boot}
+	cur = &cursor{BootID: boot}
 	if old.BootID == boot {
 		cur.Next = *old.Next
 	}
@@ -299,8 +306,11 @@ func (l *Log) migrate(boot string) (*cursor, bool, error) {
 	// not leave the next one without a cursor (it would start at the end
 	// of the log and lose what came since). A failure here is Commit's to
 	// report: it writes the same file.
-	_ = l.dir.Save(CursorFile, cur)
-	return cur, false, nil
+	if !l.dir.ReadOnly && l.dir.Save(CursorFile, cur) == nil {
+		disk := *cur
+		onDisk = &disk
+	}
+	return cur, onDisk, false
 }
 
 // advance moves the cursor past what was read, except to an XID/SXid line

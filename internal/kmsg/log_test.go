@@ -298,3 +298,22 @@ func TestLogCursorUnreadable(t *testing.T) {
 		t.Error("no error saving into a file")
 	}
 }
+
+// A run with nothing new leaves the cursor file as it is: no write, no
+// fsync.
+func TestLogCommitNothingNewWritesNothing(t *testing.T) {
+	path := t.TempDir()
+	dir := statefile.Dir{Path: path}
+	marked := `{"boot_id":"` + bootA + `","next_seq":3,"mark":1}`
+	if err := os.WriteFile(filepath.Join(path, CursorFile), []byte(marked), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pass(t, SliceSource(logOf(3), bootA), dir)
+	if b, _ := os.ReadFile(filepath.Join(path, CursorFile)); string(b) != marked {
+		t.Errorf("rewritten: %s", b)
+	}
+	pass(t, SliceSource(logOf(4), bootA), dir)
+	if c := savedCursor(t, dir); c.Next != 4 {
+		t.Errorf("cursor %d, want 4", c.Next)
+	}
+}
