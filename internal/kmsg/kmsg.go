@@ -56,7 +56,13 @@ const Started = "kernel log cursor started at the end of the log"
 // once every check has returned: the cursor moves past the snapshot only
 // if every rule registered for the run said Judged, so a rule that timed
 // out (say, waiting on NVML) sees the same lines again next run rather
-// than lose them.
+// than lose them. A rule says Judged on every path on which it is done
+// with the lines, a SKIP ("no NVSwitch on this node") included: a rule
+// that never says it holds the cursor forever. It does not say Judged
+// when it could not save its state (the lines must come again).
+//
+// Log is the Reader of a run (it holds the cursor); Fixed serves fixed
+// lines, for tests.
 type Reader interface {
 	Snapshot(ctx context.Context) Snapshot
 	Judged(rule string)

@@ -221,3 +221,21 @@ func FuzzParseRecord(f *testing.F) {
 }
 
 func statefileDir(t *testing.T) statefile.Dir { return statefile.Dir{Path: t.TempDir()} }
+
+// The test helpers other rules' tests use: the lines of a pasted log, the
+// same snapshot for every caller, and who said Judged.
+func TestFixed(t *testing.T) {
+	lines := ReplayLines("Mar  5 22:23:56 gpu001 kernel: [  219.470123] " + xid79 + "\nMar  5 22:23:56 gpu001 sshd[1]: x\n")
+	if len(lines) != 1 || lines[0].Text != xid79 || lines[0].Level != -1 || lines[0].TimeUsec != 219470123 {
+		t.Fatalf("lines %+v", lines)
+	}
+	f := &Fixed{Snap: Snapshot{BootID: "b", Lines: lines}}
+	var r Reader = f
+	if s := r.Snapshot(context.Background()); s.BootID != "b" || len(s.Lines) != 1 {
+		t.Errorf("snapshot %+v", s)
+	}
+	r.Judged("gpu.xid")
+	if got := fmt.Sprint(f.JudgedBy()); got != "[gpu.xid]" {
+		t.Errorf("judged %s", got)
+	}
+}
