@@ -2,6 +2,7 @@ package xid
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -64,5 +65,35 @@ func mustWrite(t *testing.T, path, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// gpu.xid says Judged once it has saved its state, a SKIP included, and
+// not when it could not save it (the lines must come again); Fresh and
+// Err snapshots are reported as the pass says.
+func TestJudged(t *testing.T) {
+	m := machine(t, "dgxh100")
+	node := gpu.NewNode(m.Server, "", -1, m.Model.Name, gpu.WithBus(m.OnBus))
+	lines := kmsg.ReplayLines("[ 7215.402840] NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n")
+	f := &kmsg.Fixed{Snap: kmsg.Snapshot{BootID: m.BootID, Lines: lines}}
+	rs := run(New(node, defaults(), statefile.Dir{Path: t.TempDir()}, f))
+	if len(f.JudgedBy()) != 1 || rs[3].Status != check.Fail || rs[3].Component != "gpu3" {
+		t.Errorf("judged %v, %v", f.JudgedBy(), summary(rs))
+	}
+	notDir := filepath.Join(t.TempDir(), "file")
+	mustWrite(t, notDir, "")
+	f = &kmsg.Fixed{Snap: kmsg.Snapshot{BootID: m.BootID, Lines: lines}}
+	run(New(node, defaults(), statefile.Dir{Path: notDir}, f))
+	if len(f.JudgedBy()) != 0 {
+		t.Errorf("judged without saving: %v", f.JudgedBy())
+	}
+	f = &kmsg.Fixed{Snap: kmsg.Snapshot{BootID: m.BootID, Fresh: true}}
+	if rs := run(New(node, defaults(), statefile.Dir{Path: t.TempDir()}, f)); rs[0].Message != kmsg.Started || len(f.JudgedBy()) != 1 {
+		t.Errorf("fresh: %v, judged %v", summary(rs), f.JudgedBy())
+	}
+	f = &kmsg.Fixed{Snap: kmsg.Snapshot{BootID: m.BootID, Err: errors.New("EIO")}}
+	if rs := run(New(node, defaults(), statefile.Dir{Path: t.TempDir()}, f)); rs[0].Status != check.Error ||
+		rs[0].Message != "cannot read the kernel log: EIO" || len(f.JudgedBy()) != 0 {
+		t.Errorf("unreadable: %v, judged %v", summary(rs), f.JudgedBy())
 	}
 }
