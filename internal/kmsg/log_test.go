@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gpuhc/gpuhc/internal/statefile"
 )
@@ -315,5 +316,51 @@ func TestLogCommitNothingNewWritesNothing(t *testing.T) {
 	pass(t, SliceSource(logOf(4), bootA), dir)
 	if c := savedCursor(t, dir); c.Next != 4 {
 		t.Errorf("cursor %d, want 4", c.Next)
+	}
+}
+
+// blockingSource answers Records only once released.
+type blockingSource struct {
+	Source
+	release chan struct{}
+}
+
+func (b *blockingSource) Records(ctx context.Context, from uint64) (Batch, error) {
+	<-b.release
+	return b.Source.Records(ctx, from)
+}
+
+// A rule that asks while another's read is still running waits for it
+// only as long as its own time allows, then reports the log unreadable;
+// later callers get the snapshot.
+func TestLogWaitBoundedByCaller(t *testing.T) {
+	dir := statefile.Dir{Path: t.TempDir()}
+	if err := dir.Save(CursorFile, cursor{bootA, 0}); err != nil {
+		t.Fatal(err)
+	}
+	src := &blockingSource{Source: SliceSource(logOf(2), bootA), release: make(chan struct{})}
+	l := NewLog(src, dir)
+	first := make(chan Snapshot)
+	go func() { first <- l.Snapshot(context.Background()) }()
+	for {
+		l.mu.Lock()
+		started := l.done != nil
+		l.mu.Unlock()
+		if started {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if snap := l.Snapshot(ctx); snap.Err == nil || !errors.Is(snap.Err, context.DeadlineExceeded) {
+		t.Errorf("waiting caller: %+v", snap)
+	}
+	close(src.release)
+	if snap := <-first; fmt.Sprint(texts(snap.Lines)) != "[line 0 line 1]" {
+		t.Errorf("first caller: %+v", snap)
+	}
+	if snap := l.Snapshot(context.Background()); len(snap.Lines) != 2 {
+		t.Errorf("later caller: %+v", snap)
 	}
 }
