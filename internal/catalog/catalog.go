@@ -6,6 +6,7 @@ package catalog
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/bandwidth"
@@ -24,14 +25,15 @@ import (
 )
 
 // Env is what the checks need beyond their configuration: the GPUs (real
-// NVML or a simulated server), the kernel log and the state directory.
+// NVML or a simulated server), the run's kernel-log pass and the state
+// directory.
 type Env struct {
-	GPU   *gpu.Node
-	Kmsg  xid.Source
-	State statefile.Dir
-	// Kernel is the run's one kernel-log pass; nil: the kernel-log rules
-	// (host.kernel, fabric.sxid) are not run.
-	Kernel kmsg.Reader
+	GPU *gpu.Node
+	// Kernel is the run's one read of the kernel log, shared by the rules
+	// over it (see kernelRule); the program Commits it after the checks.
+	// Nil: a log that cannot be read (the rules report ERROR).
+	Kernel *kmsg.Log
+	State  statefile.Dir
 }
 
 type entry struct {
@@ -55,6 +57,32 @@ func Deep(cfg config.Config, env Env) []check.Task {
 	return enabled(cfg, []entry{
 		{b.Common, func() check.Check { return bandwidth.New(b, lookupGPU(env.GPU)) }},
 	})
+}
+
+// kernelRule is the entry of a rule over the kernel-log pass, registered
+// with it under the rule's name when built: the pass's cursor moves only
+// once every rule registered has judged the run's lines (kmsg.Log). Each
+// rule over the kernel log is one such line, in whichever list it
+// belongs to; KernelRules (and the bench) find them all.
+func kernelRule(common config.Common, l *kmsg.Log, build func(kmsg.Reader) check.Check) entry {
+	return entry{common: common, build: func() check.Check {
+		c := build(l)
+		l.Register(c.Name())
+		return c
+	}}
+}
+
+// KernelRules builds the enabled rules over env's kernel-log pass, as
+// Tasks does: the tasks that registered with it (test/bench -kmsg
+// measures them).
+func KernelRules(cfg config.Config, env Env) []check.Task {
+	var rules []check.Task
+	for _, t := range Tasks(cfg, env) {
+		if slices.Contains(env.Kernel.Rules(), t.Check.Name()) {
+			rules = append(rules, t)
+		}
+	}
+	return rules
 }
 
 func enabled(cfg config.Config, entries []entry) []check.Task {
@@ -88,7 +116,7 @@ func gpuChecks(cfg config.Config, env Env) []entry {
 		{g.Count.Common, func() check.Check { return gpu.NewCount(n, g.Count) }},
 		{g.Driver.Common, func() check.Check { return gpu.NewDriver(n, g.Driver) }},
 		{g.Lost, func() check.Check { return gpu.NewLost(n) }},
-		{g.XID.Common, func() check.Check { return xid.New(n, g.XID, st, env.Kmsg) }},
+		kernelRule(g.XID.Common, env.Kernel, func(k kmsg.Reader) check.Check { return xid.New(n, g.XID, st, k) }),
 		{g.Recovery.Common, func() check.Check { return gpu.NewRecovery(n) }},
 		{g.Memory.Common, func() check.Check { return gpu.NewMemory(n, g.Memory) }},
 		{g.PCIe.Common, func() check.Check { return gpu.NewPCIe(n, g.PCIe, st) }},
@@ -104,14 +132,11 @@ func gpuChecks(cfg config.Config, env Env) []entry {
 // gpu.xid: the host faults and the NVSwitch SXids. A device named by an
 // AER line is placed on the PCI bus under cfg.Root only when one is seen.
 func kernelChecks(cfg config.Config, env Env) []entry {
-	if env.Kernel == nil {
-		return nil
-	}
-	c, st, r := cfg.Checks, env.State, env.Kernel
+	c, st := cfg.Checks, env.State
 	paths := kernlog.NewPaths(cfg.Root, nil)
 	return []entry{
-		{c.Kernel.Common, func() check.Check { return kernlog.New(c.Kernel, paths, st, r) }},
-		{c.Fabric.SXid.Common, func() check.Check { return sxid.New(c.Fabric.SXid, st, r) }},
+		kernelRule(c.Kernel.Common, env.Kernel, func(k kmsg.Reader) check.Check { return kernlog.New(c.Kernel, paths, st, k) }),
+		kernelRule(c.Fabric.SXid.Common, env.Kernel, func(k kmsg.Reader) check.Check { return sxid.New(c.Fabric.SXid, st, k) }),
 	}
 }
 

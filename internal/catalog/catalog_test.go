@@ -7,6 +7,8 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/gpu"
+	"github.com/gpuhc/gpuhc/internal/kmsg"
+	"github.com/gpuhc/gpuhc/internal/statefile"
 )
 
 func TestTasks(t *testing.T) {
@@ -53,6 +55,26 @@ func TestTasksWithGPU(t *testing.T) {
 		"ib.port ib.counters fabric.manager topology"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("checks\n got %s\nwant %s", got, want)
+	}
+}
+
+// The rules over the kernel-log pass register with it as they are built,
+// so that its cursor waits for every one of them; KernelRules finds them.
+func TestKernelRules(t *testing.T) {
+	cfg := config.Default()
+	log := kmsg.NewLog(nil, statefile.Dir{Path: t.TempDir(), ReadOnly: true})
+	env := Env{GPU: gpu.NewNode(nil, "/", -1, ""), Kernel: log}
+	var names []string
+	for _, task := range KernelRules(cfg, env) {
+		names = append(names, task.Check.Name())
+	}
+	if got := strings.Join(names, " "); got != "gpu.xid" || strings.Join(log.Rules(), " ") != "gpu.xid" {
+		t.Errorf("kernel rules %q, registered %q", got, log.Rules())
+	}
+	cfg.Checks.GPU.XID.Enabled = false
+	log = kmsg.NewLog(nil, statefile.Dir{Path: t.TempDir(), ReadOnly: true})
+	if rules := KernelRules(cfg, Env{GPU: gpu.NewNode(nil, "/", -1, ""), Kernel: log}); len(rules) != 0 || len(log.Rules()) != 0 {
+		t.Errorf("a disabled rule was registered: %v", log.Rules())
 	}
 }
 

@@ -14,9 +14,9 @@ import (
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/gpu/sim"
+	"github.com/gpuhc/gpuhc/internal/kmsg"
 	"github.com/gpuhc/gpuhc/internal/policy"
 	"github.com/gpuhc/gpuhc/internal/statefile"
-	"github.com/gpuhc/gpuhc/internal/xid"
 )
 
 // The fault matrix runs the whole GPU side of one health-check run (the
@@ -504,10 +504,11 @@ func simRun(t *testing.T, cfg config.Config, model string, inject []string, read
 	if err != nil {
 		t.Fatal(err)
 	}
+	st := statefile.Dir{Path: filepath.Join(cfg.StateDir, "simulated"), ReadOnly: readOnly}
 	env := Env{
-		GPU:   gpu.NewNode(m.Server, cfg.Root, cfg.Checks.GPU.Count.Expected, model, gpu.WithBus(m.OnBus)),
-		Kmsg:  xid.SimulatedSource(m.Kmsg, m.BootID, m.KmsgWatchedFrom()),
-		State: statefile.Dir{Path: filepath.Join(cfg.StateDir, "simulated"), ReadOnly: readOnly},
+		GPU:    gpu.NewNode(m.Server, cfg.Root, cfg.Checks.GPU.Count.Expected, model, gpu.WithBus(m.OnBus)),
+		Kernel: kmsg.NewLog(kmsg.SimulatedSource(m.Kmsg, m.BootID, m.KmsgWatchedFrom()), st),
+		State:  st,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Deadline.Duration)
 	defer cancel()

@@ -3,11 +3,12 @@ package catalog
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
-	"github.com/gpuhc/gpuhc/internal/kernlog/kernlogtest"
+	"github.com/gpuhc/gpuhc/internal/kmsg"
 	"github.com/gpuhc/gpuhc/internal/policy"
 	"github.com/gpuhc/gpuhc/internal/statefile"
 )
@@ -20,14 +21,14 @@ func names(tasks []check.Task) []string {
 	return out
 }
 
-// The kernel-log rules run only where the run has a kernel-log pass, and
-// each can be turned off.
+// The kernel-log rules run in every run (without a readable log they
+// report ERROR), and each can be turned off.
 func TestKernelChecks(t *testing.T) {
 	cfg := config.Default()
-	if got := names(Tasks(cfg, Env{})); slices.Contains(got, "host.kernel") || slices.Contains(got, "fabric.sxid") {
+	if got := names(Tasks(cfg, Env{})); !slices.Contains(got, "host.kernel") || !slices.Contains(got, "fabric.sxid") {
 		t.Errorf("without a kernel-log pass: %q", got)
 	}
-	env := Env{Kernel: &kernlogtest.Reader{}, State: statefile.Dir{Path: t.TempDir()}}
+	env := Env{Kernel: replayLog(t, "boot-1"), State: statefile.Dir{Path: t.TempDir()}}
 	if got := names(Tasks(cfg, env)); !slices.Contains(got, "host.kernel") || !slices.Contains(got, "fabric.sxid") {
 		t.Errorf("with a kernel-log pass: %q", got)
 	}
@@ -43,11 +44,11 @@ func TestKernelReasons(t *testing.T) {
 	cfg := config.Default()
 	cfg.Root = t.TempDir() // no PCI bus: a non-fatal AER could not be placed
 	cfg.Checks.Kernel.Override = []config.KernelOverride{{Rule: "hung_task", Status: "ok"}}
-	r := &kernlogtest.Reader{Snap: kernlogtest.Replay("boot-1",
+	r := replayLog(t, "boot-1",
 		"INFO: task kworker/2:1:5747 blocked for more than 120 seconds.",
 		"nvidia-nvswitch0: SXid (PCI:0000:c2:00.0): 20034, Fatal, Link 28 LTSSM Fault Up",
 		"nvidia 0000:1a:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Receiver ID)",
-	)}
+	)
 	env := Env{Kernel: r, State: statefile.Dir{Path: t.TempDir()}}
 	var tasks []check.Task
 	for _, task := range Tasks(cfg, env) {
@@ -68,7 +69,20 @@ func TestKernelReasons(t *testing.T) {
 			t.Errorf("%s:\n got  %s\n want %s", x.Check, got, want[x.Check])
 		}
 	}
-	if slices.Sort(r.Rules); !slices.Equal(r.Rules, []string{"fabric.sxid", "host.kernel"}) {
-		t.Errorf("judged %q", r.Rules)
+	if rules := r.Rules(); !slices.Equal(slices.Sorted(slices.Values(rules)), []string{"fabric.sxid", "host.kernel"}) {
+		t.Errorf("registered %q", rules)
 	}
+	if p := r.Pending(); len(p) != 0 {
+		t.Errorf("not judged: %q", p)
+	}
+}
+
+// replayLog is a kernel-log pass over texts, as --kernel-log replays
+// them: every line new.
+func replayLog(t *testing.T, boot string, texts ...string) *kmsg.Log {
+	var recs []string
+	for _, r := range kmsg.ParseReplay(strings.Join(texts, "\n")) {
+		recs = append(recs, r.String())
+	}
+	return kmsg.NewLog(kmsg.SimulatedSource(recs, boot, 0), statefile.Dir{Path: t.TempDir()})
 }

@@ -78,6 +78,7 @@ func (p Program) run(r *jobrun.Run, budget time.Duration) int {
 		names = append(names, LeftoverName)
 	}
 	timed := r.RunChecks(extra, names, budget, false)
+	runenv.CommitKernelLog(r.Log, r.Env)
 	results := check.Flatten(timed)
 	r.PrintResults(results)
 
@@ -163,7 +164,7 @@ func (p Program) attribute(r *jobrun.Run, budget time.Duration) []events.Event {
 	defer cancel()
 	inv, _ := r.Env.GPU.Inventory(ctx)
 	var out []events.Event
-	xids, note, err := jobrecord.XIDs(ctx, r.Env.Kmsg, rec)
+	xids, note, err := jobrecord.XIDs(ctx, r.Env.Kernel.Source(), rec)
 	if err != nil {
 		r.Log.WithError(err).Warn("kernel log unreadable; XIDs during the job not attributed")
 	}

@@ -97,7 +97,7 @@ func TestHealthyEpilog(t *testing.T) {
 }
 
 // An XID during the job is the job's, even when a health check run read
-// it (and moved the XID cursor past it) before the epilog ran.
+// it (and moved the kernel-log cursor past it) before the epilog ran.
 func TestXIDAttributedAcrossAHealthCheckRun(t *testing.T) {
 	b, s := jobruntest.NewBed(t, "[checks.thermal]\nenabled = false\n"), jobruntest.NewSlurm("gpu001")
 	runProlog(t, b, s, "--simulate", "dgxh100")
@@ -118,7 +118,7 @@ func TestXIDAttributedAcrossAHealthCheckRun(t *testing.T) {
 		x.Message != "XID 79 GPU has fallen off the bus during job 4242 [simulated]" {
 		t.Errorf("event %+v", x)
 	}
-	// The XID cursor's sticky FAIL still drains, with our reason first.
+	// gpu.xid's sticky FAIL still drains, with our reason first.
 	want := "gpuhc: gpu.xid: gpu3 (SN 1654922000003, 0000:5d:00.0): XID 79 GPU has fallen off the bus [simulated]"
 	if calls := s.Calls(); strings.Join(calls, "|") != "get|list|drain "+want+"|list" {
 		t.Errorf("calls %q", calls)

@@ -8,7 +8,8 @@ import (
 
 // checkEnv gives the checks the real NVML library and /dev/kmsg, or, with
 // --simulate, one of NVIDIA's simulated servers with its faults (shared
-// with gpuhc-prolog and gpuhc-epilog in runenv).
+// with gpuhc-prolog and gpuhc-epilog in runenv); with --kernel-log, the
+// saved log in place of the kernel's.
 func checkEnv(cfg config.Config, o options) (catalog.Env, error) {
-	return runenv.Checks(cfg, o.Simulate, o.Inject, cfg.Policy.DryRun)
+	return runenv.World{Simulate: o.Simulate, Inject: o.Inject, KernelLog: o.KernelLog, ReadOnly: cfg.Policy.DryRun}.Env(cfg)
 }

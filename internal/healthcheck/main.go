@@ -50,6 +50,13 @@ never run it. Its figures go to the event log ("measurement" events) and
 the metrics (gpuhc_measurement). A drain it makes for bandwidth is not
 resumed by the plain runs, which do not measure: resume it by hand.
 
+--kernel-log FILE judges a saved kernel log (cat /dev/kmsg, dmesg, dmesg -T,
+syslog or journalctl -k lines, or bare lines pasted from a bug report) as if
+it were this boot's, every line new, and prints the verdicts and exit code a
+real run would give: "would gpuhc have drained this node?". It needs
+--dry-run (the real GPUs, nothing written) or --simulate MODEL (the
+simulated state directory); results from it are marked [replayed].
+
 Options:
 `
 
@@ -60,6 +67,7 @@ func (p Program) parse() (options, error) {
 	fs := runenv.NewFlagSet("gpuhc-healthcheck", p.Stderr, usage, exitStatus)
 	o.Register(fs, "run the checks and print what would be done, changing nothing", "gpu3:xid=79")
 	fs.BoolVar(&o.inventory, "print-inventory", false, "print, for bring-up, the configuration this node satisfies now (GPU count, HCAs and ports, GPU/NIC pairing) and exit")
+	o.RegisterKernelLog(fs)
 	fs.BoolVar(&o.deep, "deep", false, "also run the bandwidth measurements (seconds of GPU load; for admins, not for HealthCheckProgram)")
 	err := o.Parse(fs, p.Args)
 	return o, err

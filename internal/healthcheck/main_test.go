@@ -63,6 +63,10 @@ func newBed(t *testing.T, modules string, required string) bed {
 	b := bed{dir: dir, cfg: filepath.Join(dir, "gpuhc.toml"), calls: filepath.Join(dir, "calls"), state: filepath.Join(dir, "node")}
 	must(t, os.MkdirAll(filepath.Join(dir, "root/proc"), 0o755))
 	must(t, os.WriteFile(filepath.Join(dir, "root/proc/modules"), []byte(modules), 0o644))
+	// An empty kernel log (a regular file is read as a /dev/kmsg dump):
+	// the kernel-log rules run on every node, GPUs or not.
+	must(t, os.MkdirAll(filepath.Join(dir, "root/dev"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "root/dev/kmsg"), nil, 0o644))
 	must(t, os.WriteFile(b.state, []byte("IDLE\n"), 0o644))
 	sc := filepath.Join(dir, "scontrol")
 	must(t, os.WriteFile(sc, []byte(fmt.Sprintf(shim, b.calls, b.state)), 0o755))

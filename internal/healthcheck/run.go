@@ -71,8 +71,14 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 	runenv.WarmGPUs(ctx, env, tasks, max(cfg.Deadline.Duration-15*time.Second, cfg.Deadline.Duration/2))
 	timed := check.Run(ctx, tasks)
 	cancel()
+	if !cfg.Policy.DryRun {
+		runenv.CommitKernelLog(entry, env)
+	}
 	if o.Simulate != "" {
 		runenv.MarkSimulated(timed)
+	}
+	if o.KernelLog != "" {
+		runenv.MarkReplayed(timed, env.Kernel.Rules())
 	}
 	results := check.Flatten(timed)
 	if o.Simulate != "" {

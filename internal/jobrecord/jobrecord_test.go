@@ -13,7 +13,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/gpu/sim"
-	"github.com/gpuhc/gpuhc/internal/xid"
+	"github.com/gpuhc/gpuhc/internal/kmsg"
 )
 
 func u64(v uint64) *uint64 { return &v }
@@ -162,7 +162,7 @@ func TestAttributionOnASimulatedNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startSrc := xid.SimulatedSource(start.Kmsg, start.BootID, start.KmsgWatchedFrom())
+	startSrc := kmsg.SimulatedSource(start.Kmsg, start.BootID, start.KmsgWatchedFrom())
 	next, err := Position(ctx, startSrc)
 	if err != nil || next != uint64(len(start.Kmsg)) {
 		t.Fatalf("position %d, %v; want %d", next, err, len(start.Kmsg))
@@ -177,7 +177,7 @@ func TestAttributionOnASimulatedNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := xid.SimulatedSource(end.Kmsg, end.BootID, end.KmsgWatchedFrom())
+	src := kmsg.SimulatedSource(end.Kmsg, end.BootID, end.KmsgWatchedFrom())
 	evs, note, err := XIDs(ctx, src, rec)
 	if err != nil || note != "" || len(evs) != 2 || evs[0].XID != 79 || evs[0].PCI != "0000:5d:00.0" || evs[1].XID != 13 {
 		t.Fatalf("XIDs %+v %q %v", evs, note, err)
@@ -203,7 +203,7 @@ func TestAttributionOnASimulatedNode(t *testing.T) {
 	}
 	// No boot id to tell, but the log is shorter than the position.
 	rec.BootID, rec.KmsgNext = "", 1000
-	noBoot := xid.SliceSource(end.Kmsg, "")
+	noBoot := kmsg.SliceSource(end.Kmsg, "")
 	if evs, note, _ := XIDs(ctx, noBoot, rec); len(evs) != 2 || !strings.Contains(note, "restarted") {
 		t.Errorf("restarted log: %+v %q", evs, note)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpuhc/gpuhc/internal/gpu"
+	"github.com/gpuhc/gpuhc/internal/kmsg"
 	"github.com/gpuhc/gpuhc/internal/xid"
 )
 
@@ -16,7 +17,7 @@ import (
 // record will have. It reads the whole log (as gpu.xid does on a first
 // run); an incomplete read is an error, since a position short of the end
 // would give the job XIDs logged before it started.
-func Position(ctx context.Context, src xid.Source) (uint64, error) {
+func Position(ctx context.Context, src kmsg.Source) (uint64, error) {
 	b, err := src.Records(ctx, math.MaxUint64)
 	if err != nil {
 		return 0, err
@@ -151,7 +152,7 @@ func Diff(before, after []Counters) []Change {
 
 // XIDs returns the XIDs the kernel logged since the record's position.
 // note says what limits the answer ("" when nothing does).
-func XIDs(ctx context.Context, src xid.Source, r Record) (events []xid.Event, note string, err error) {
+func XIDs(ctx context.Context, src kmsg.Source, r Record) (events []xid.Event, note string, err error) {
 	if !r.KmsgOK {
 		return nil, "the prolog could not read the kernel log", nil
 	}
@@ -174,7 +175,8 @@ func XIDs(ctx context.Context, src xid.Source, r Record) (events []xid.Event, no
 	if !b.Complete {
 		note = join(note, "the kernel log could not be read to its end in time")
 	}
-	events, _ = xid.Events(b.Records)
+	lines, _ := kmsg.Lines(b.Records)
+	events = xid.Events(lines)
 	return events, note, nil
 }
 

@@ -34,6 +34,15 @@ type Snapshot struct {
 	// time on a fresh start): rules report ERROR "cannot read the kernel
 	// log: …" and keep repeating what they already hold (sticky FAILs).
 	Err error
+	// Restarted is set when the log started again below the cursor under
+	// the same boot id. With an empty BootID (none could be read) that is
+	// a reboot, and a rule drops what it keeps for the boot; with a boot
+	// id it is a log swapped under us (a fixture), read from its start.
+	Restarted bool
+	// Trouble is set when the pass went on despite a problem with its
+	// cursor (it could not be read, so the log is read from its start):
+	// a rule may report it as an ERROR beside its verdicts (gpu.xid does).
+	Trouble string
 }
 
 // Started is the message of a rule whose first run only found the end of
@@ -47,7 +56,13 @@ const Started = "kernel log cursor started at the end of the log"
 // once every check has returned: the cursor moves past the snapshot only
 // if every rule registered for the run said Judged, so a rule that timed
 // out (say, waiting on NVML) sees the same lines again next run rather
-// than lose them.
+// than lose them. A rule says Judged on every path on which it is done
+// with the lines, a SKIP ("no NVSwitch on this node") included: a rule
+// that never says it holds the cursor forever. It does not say Judged
+// when it could not save its state (the lines must come again).
+//
+// Log is the Reader of a run (it holds the cursor); Fixed serves fixed
+// lines, for tests.
 type Reader interface {
 	Snapshot(ctx context.Context) Snapshot
 	Judged(rule string)

@@ -97,13 +97,13 @@ func run(r *jobrun.Run, mode string, budget time.Duration) int {
 	if r.Opts.Simulate != "" {
 		fmt.Fprintf(r.P.Stdout, "SIMULATED %s: GPU results come from NVIDIA's simulated server, not this node's GPUs\n", r.Opts.Simulate)
 	}
-	rec := jobrecord.Record{JobID: r.Job.JobID, UID: r.Job.UID, User: r.Job.User, Start: r.Now(), BootID: r.Env.Kmsg.BootID()}
+	rec := jobrecord.Record{JobID: r.Job.JobID, UID: r.Job.UID, User: r.Job.User, Start: r.Now(), BootID: r.Env.Kernel.Source().BootID()}
 	keep := r.Job.JobID != "" && !cfg.Policy.DryRun
 	if keep {
 		// Before the checks: anything the kernel logs from here on is
 		// the job's (an XID during the checks included).
 		ctx, cancel := context.WithTimeout(context.Background(), min(cfg.Prolog.Budget.Duration, recordTime))
-		next, err := jobrecord.Position(ctx, r.Env.Kmsg)
+		next, err := jobrecord.Position(ctx, r.Env.Kernel.Source())
 		cancel()
 		if err != nil {
 			r.Log.WithError(err).Warn("kernel log position not recorded; the epilog cannot name this job's XIDs")
@@ -120,6 +120,7 @@ func run(r *jobrun.Run, mode string, budget time.Duration) int {
 			timed = append(timed, r.RunChecks(nil, cfg.Prolog.FullChecks, cfg.Prolog.FullBudget.Duration, true)...)
 		}
 	}
+	runenv.CommitKernelLog(r.Log, r.Env)
 	results := check.Flatten(timed)
 	r.PrintResults(results)
 

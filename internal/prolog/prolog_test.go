@@ -284,7 +284,7 @@ func TestPrologWithoutTheLock(t *testing.T) {
 	if n := s.Current(); n.Reason != xid79 {
 		t.Errorf("not drained: %+v", n)
 	}
-	for _, f := range []string{"simulated/gpu-xid.json", "policy.gpu001.json"} {
+	for _, f := range []string{"simulated/gpu-xid.json", "simulated/kmsg-cursor.json", "policy.gpu001.json"} {
 		if _, err := os.Stat(filepath.Join(b.State, f)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s written without the lock", f)
 		}

@@ -25,6 +25,9 @@ type Flags struct {
 	ShowVersion bool
 	Simulate    string
 	Inject      []string
+	// KernelLog is --kernel-log FILE (gpuhc-healthcheck only: see
+	// RegisterKernelLog).
+	KernelLog string
 }
 
 // NewFlagSet returns the flag set of program name, whose errors and
@@ -53,6 +56,18 @@ func (f *Flags) Register(fs *flag.FlagSet, dryRunHelp, injectExample string) {
 	fs.Var((*listFlag)(&f.Inject), "inject", "with --simulate, inject a fault `gpuN:fault[=value]`, e.g. "+injectExample+" (repeatable, or comma-separated)")
 }
 
+// RegisterKernelLog adds --kernel-log, which judges a saved kernel log as
+// if it were the kernel's (a program that runs the kernel-log rules and
+// builds its World with it: gpuhc-healthcheck).
+func (f *Flags) RegisterKernelLog(fs *flag.FlagSet) {
+	fs.StringVar(&f.KernelLog, "kernel-log", "", "judge a saved kernel log `file` as if it were this boot's kernel log, every line new: "+
+		"raw /dev/kmsg records, dmesg, dmesg -T, syslog or journalctl -k lines, or bare kernel lines; only with --dry-run or --simulate")
+}
+
+// ErrKernelLogLive refuses --kernel-log on a live run: an old or foreign
+// log would drain this node, and move its real kernel-log cursor.
+var ErrKernelLogLive = errors.New("--kernel-log needs --dry-run or --simulate: a saved log must not drain this node nor move its kernel-log cursor")
+
 // Parse parses args with fs (on which Register was called), takes
 // --check-config's optional FILE, and refuses what the common flags do
 // not allow together. --help is flag.ErrHelp; any other error is a usage
@@ -75,6 +90,9 @@ func (f *Flags) Parse(fs *flag.FlagSet, args []string) error {
 	}
 	if len(f.Inject) > 0 && f.Simulate == "" {
 		return errors.New("--inject needs --simulate")
+	}
+	if f.KernelLog != "" && !f.DryRun && f.Simulate == "" {
+		return ErrKernelLogLive
 	}
 	return nil
 }

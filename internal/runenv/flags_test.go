@@ -33,6 +33,9 @@ func TestFlagsParse(t *testing.T) {
 		{"two check-config files", []string{"--check-config", "a", "b"}, Flags{}, `unexpected argument "a"`},
 		{"unknown flag", []string{"--bogus"}, Flags{}, "flag provided but not defined: -bogus"},
 		{"help", []string{"--help"}, Flags{}, flag.ErrHelp.Error()},
+		{"kernel log, dry run", []string{"--kernel-log", "/tmp/dmesg.txt", "--dry-run"}, Flags{ConfigPath: def, DryRun: true, KernelLog: "/tmp/dmesg.txt"}, ""},
+		{"kernel log, simulate", []string{"--kernel-log", "k", "--simulate", "dgxb200"}, Flags{ConfigPath: def, Simulate: "dgxb200", KernelLog: "k"}, ""},
+		{"kernel log on a live run", []string{"--kernel-log", "k"}, Flags{}, ErrKernelLogLive.Error()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -40,6 +43,7 @@ func TestFlagsParse(t *testing.T) {
 			fs := NewFlagSet("gpuhc-test", &stderr, "Usage: gpuhc-test\n", "\nExit status: 0\n")
 			var f Flags
 			f.Register(fs, "dry", "gpu3:xid=79")
+			f.RegisterKernelLog(fs)
 			fs.Bool("own", false, "a program's own flag")
 			err := f.Parse(fs, tt.args)
 			if tt.wantErr != "" {

@@ -23,9 +23,9 @@ import (
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/gpu/sim"
+	"github.com/gpuhc/gpuhc/internal/kmsg"
 	"github.com/gpuhc/gpuhc/internal/policy"
 	"github.com/gpuhc/gpuhc/internal/statefile"
-	"github.com/gpuhc/gpuhc/internal/xid"
 )
 
 // Checks gives the checks the real NVML library and /dev/kmsg, or, with
@@ -34,27 +34,76 @@ import (
 // check that asks. A readOnly state directory (a dry run, or a job run
 // without the health check's lock) is read but never written.
 func Checks(cfg config.Config, simulate string, inject []string, readOnly bool) (catalog.Env, error) {
-	st := statefile.Dir{Path: cfg.StateDir, ReadOnly: readOnly}
+	return World{Simulate: simulate, Inject: inject, ReadOnly: readOnly}.Env(cfg)
+}
+
+// World is what a run's checks see beyond the configuration.
+type World struct {
+	Simulate string   // --simulate MODEL: NVIDIA's simulated server
+	Inject   []string // --inject faults, with Simulate
+	// KernelLog (--kernel-log FILE) is a saved kernel log judged in place
+	// of the kernel's (kmsg.Replay): every line of it is new. Only with
+	// Simulate or a read-only (dry) run, which Flags.Parse enforces.
+	KernelLog string
+	ReadOnly  bool
+}
+
+// Env builds the checks' environment, its kernel-log pass included (the
+// program Commits it after the checks).
+func (w World) Env(cfg config.Config) (catalog.Env, error) {
+	st := statefile.Dir{Path: cfg.StateDir, ReadOnly: w.ReadOnly}
 	g := cfg.Checks.GPU
-	if simulate == "" {
+	var replay kmsg.Source
+	if w.KernelLog != "" {
+		src, err := kmsg.Replay(w.KernelLog)
+		if err != nil {
+			return catalog.Env{}, fmt.Errorf("--kernel-log: %w", err)
+		}
+		replay = src
+	}
+	if w.Simulate == "" {
+		src := kmsg.KmsgSource(cfg.Root, g.XID.Kmsg)
+		if replay != nil {
+			src = replay
+		}
 		return catalog.Env{
-			GPU:   gpu.NewNode(nvml.New(), cfg.Root, g.Count.Expected, ""),
-			Kmsg:  xid.KmsgSource(cfg.Root, g.XID.Kmsg),
-			State: st,
+			GPU:    gpu.NewNode(nvml.New(), cfg.Root, g.Count.Expected, ""),
+			Kernel: kmsg.NewLog(src, st),
+			State:  st,
 		}, nil
 	}
-	m, err := sim.Build(simulate, inject)
+	m, err := sim.Build(w.Simulate, w.Inject)
 	if err != nil {
 		return catalog.Env{}, err
 	}
 	// A fire drill's counters and kernel-log cursor must not mix with the
 	// real GPUs' (a simulated boot id would reset the real cursor).
 	st.Path = SimulatedStateDir(cfg.StateDir)
+	src := kmsg.SimulatedSource(m.Kmsg, m.BootID, m.KmsgWatchedFrom())
+	if replay != nil {
+		src = replay
+	}
 	return catalog.Env{
-		GPU:   gpu.NewNode(m.Server, cfg.Root, g.Count.Expected, simulate, gpu.WithBus(m.OnBus)),
-		Kmsg:  xid.SimulatedSource(m.Kmsg, m.BootID, m.KmsgWatchedFrom()),
-		State: st,
+		GPU:    gpu.NewNode(m.Server, cfg.Root, g.Count.Expected, w.Simulate, gpu.WithBus(m.OnBus)),
+		Kernel: kmsg.NewLog(src, st),
+		State:  st,
 	}, nil
+}
+
+// CommitKernelLog moves the kernel-log cursor past this run's lines, if
+// every rule over them judged them (kmsg.Log.Commit); a rule that did not
+// (it timed out) sees them again next run. A read-only state directory
+// (a dry run) is never written.
+func CommitKernelLog(log logrus.FieldLogger, env catalog.Env) {
+	saved, err := env.Kernel.Commit()
+	switch {
+	case err != nil:
+		log.WithError(err).Error("kernel log cursor not saved; the next run judges these lines again")
+	case !saved:
+		if p := env.Kernel.Pending(); len(p) > 0 {
+			log.WithField("rules", strings.Join(p, ",")).Info("kernel log cursor kept: not every rule judged this run's lines; the next run reads them again")
+		}
+	}
 }
 
 // SimulatedStateDir is where --simulate runs keep their state.
@@ -81,6 +130,23 @@ func MarkSimulated(timed []check.Timed) {
 		}
 		for j := range timed[i].Results {
 			timed[i].Results[j].Message += " [simulated]"
+		}
+	}
+}
+
+// MarkReplayed tags the results of the rules over a replayed kernel log
+// (--kernel-log), so that the table, the events and any drain reason they
+// cause say the lines came from a file. Results a fire drill already
+// marked [simulated] stay as they are.
+func MarkReplayed(timed []check.Timed, rules []string) {
+	for i := range timed {
+		if !slices.Contains(rules, timed[i].Name) {
+			continue
+		}
+		for j := range timed[i].Results {
+			if m := &timed[i].Results[j].Message; !strings.HasSuffix(*m, " [simulated]") {
+				*m += " [replayed]"
+			}
 		}
 	}
 }

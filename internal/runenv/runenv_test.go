@@ -22,6 +22,20 @@ func TestMarkSimulated(t *testing.T) {
 	}
 }
 
+// A replay marks the kernel-log rules' results, except those a fire drill
+// already marked.
+func TestMarkReplayed(t *testing.T) {
+	timed := []check.Timed{
+		{Name: "gpu.xid", Results: []check.Result{{Message: "XID 79 [simulated]"}}},
+		{Name: "host.kernel", Results: []check.Result{{Message: "soft lockup"}}},
+		{Name: "host.mounts", Results: []check.Result{{Message: "mounted"}}},
+	}
+	MarkReplayed(timed, []string{"gpu.xid", "host.kernel"})
+	if timed[0].Results[0].Message != "XID 79 [simulated]" || timed[1].Results[0].Message != "soft lockup [replayed]" || timed[2].Results[0].Message != "mounted" {
+		t.Errorf("%+v", timed)
+	}
+}
+
 func TestPrintOutcome(t *testing.T) {
 	tests := []struct {
 		out   policy.Outcome
@@ -62,5 +76,13 @@ func TestChecksSimulatedStateDir(t *testing.T) {
 	}
 	if _, err := Checks(cfg, "dgxh100", []string{"gpu3:nope"}, false); err == nil {
 		t.Error("a bad fault was accepted")
+	}
+	if env.Kernel == nil || env.Kernel.Source() == nil || env.Kernel.Source().BootID() == "" {
+		t.Errorf("no kernel-log pass over the simulated log: %+v", env.Kernel)
+	}
+	// --kernel-log: the file in place of the simulated log, under a boot
+	// id of its own; an unreadable file is refused before anything runs.
+	if _, err := (World{Simulate: "dgxh100", KernelLog: "/nonexistent/dmesg.txt"}).Env(cfg); err == nil {
+		t.Error("a missing --kernel-log file was accepted")
 	}
 }

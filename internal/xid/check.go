@@ -1,8 +1,8 @@
-// Package xid is the gpu.xid check: it reads the NVIDIA driver's XID
-// events from the kernel log (/dev/kmsg), without blocking and from a
-// cursor kept in the state directory, classifies them with design.md §5's
-// table (which the config can override) and names the GPU each one hit
-// by index, serial and PCI address:
+// Package xid is the gpu.xid check: a rule over the run's kernel-log pass
+// (kmsg.Reader). It finds the NVIDIA driver's XID lines in the snapshot,
+// classifies them with design.md §5's table (which the config can
+// override) and names the GPU each one hit by index, serial and PCI
+// address:
 //
 //	gpuhc: gpu.xid: gpu3 (SN 1652…, 0000:4e:00.0): XID 79 GPU has fallen off the bus
 package xid
@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/escalate"
 	"github.com/gpuhc/gpuhc/internal/gpu"
+	"github.com/gpuhc/gpuhc/internal/kmsg"
 	"github.com/gpuhc/gpuhc/internal/statefile"
 )
 
@@ -30,17 +30,18 @@ type xidCheck struct {
 	node  *gpu.Node
 	table Table
 	dir   statefile.Dir
-	src   Source
+	log   kmsg.Reader
 }
 
 // New is the gpu.xid check. n names the GPUs (it may be nil, or fail to
 // enumerate them: XIDs are then named by PCI address, since a GPU that fell
 // off the bus must FAIL whatever NVML says); c's drain and warn lists
-// classify XIDs; st keeps the cursor and the boot's drain-class XIDs
-// (never written when st.ReadOnly, as in a dry run); src is the kernel log
-// (KmsgSource on a node, SimulatedSource under --simulate).
-func New(n *gpu.Node, c config.XID, st statefile.Dir, src Source) check.Check {
-	return &xidCheck{node: n, table: NewTable(c), dir: st, src: src}
+// classify XIDs; st keeps the boot's drain-class XIDs (never written when
+// st.ReadOnly, as in a dry run); log is the run's kernel-log pass, whose
+// cursor is its own (kmsg.Log). The check says Judged once it has saved
+// its state.
+func New(n *gpu.Node, c config.XID, st statefile.Dir, log kmsg.Reader) check.Check {
+	return &xidCheck{node: n, table: NewTable(c), dir: st, log: log}
 }
 
 func (c *xidCheck) Name() string { return Name }
@@ -48,71 +49,49 @@ func (c *xidCheck) Name() string { return Name }
 // Messages of a run that found nothing to report.
 const (
 	msgNone    = "no XIDs"
-	msgStarted = "XID cursor started at the end of the kernel log"
+	msgStarted = kmsg.Started
 )
 
-// Run reads the log since the cursor and reports one result per GPU: the
-// worst of its new XIDs, else the boot's drain-class XID, else OK. With no
-// record for this boot to go on from, it only puts the cursor at the end
-// of the log (see state).
+// Run judges the snapshot's XID lines and reports one result per GPU: the
+// worst of its new XIDs, else the boot's drain-class XID, else OK. A
+// snapshot that only found the end of the log (Fresh) has nothing new.
 func (c *xidCheck) Run(ctx context.Context) []check.Result {
 	ctx, cancel := check.FinishEarly(ctx)
 	defer cancel()
 	var problems []string
-	st, fresh, err := c.load()
+	snap := c.log.Snapshot(ctx)
+	if snap.Trouble != "" {
+		problems = append(problems, snap.Trouble)
+	}
+	st, err := c.load(snap)
 	if err != nil {
-		problems = append(problems, fmt.Sprintf("cannot read the XID cursor, reading the kernel log from the start: %v", err))
+		problems = append(problems, fmt.Sprintf("cannot read the XID state, this boot's earlier XIDs are forgotten: %v", err))
 	}
-	if w, ok := c.src.(watchedSource); ok && fresh {
-		st.Next, fresh = w.watchedFrom(), false
-	}
-	from := st.Next
-	if fresh {
-		from = math.MaxUint64 // only find the end
-	}
-	batch, err := c.src.Records(ctx, from)
-	if err == nil && !fresh && st.restarted(batch) {
-		if st.BootID == "" {
-			st = newState("")
-		}
-		st.Next = 0
-		batch, err = c.src.Records(ctx, 0)
-	}
+	events := Events(snap.Lines)
 	inv, invErr := c.inventory(ctx)
-	if errors.Is(invErr, gpu.ErrNoGPUs) {
+	if errors.Is(invErr, gpu.ErrNoGPUs) && (snap.Err != nil || len(events) == 0) {
 		// No NVIDIA GPU on the bus and none expected: the kernel log has
 		// nothing to say about GPUs, and may not even be readable here.
+		// XID lines in it (a saved log replayed on an admin's machine, a
+		// GPU gone from the bus) are still judged, by PCI address.
+		c.log.Judged(Name)
 		return []check.Result{{Check: Name, Component: "host", Status: check.Skip, Message: "no NVIDIA GPU on this node"}}
 	}
-	if err == nil && fresh && !batch.Complete {
-		// The next run would take records before the true end for new.
-		err = errors.New("it could not be read to its end in time; the XID cursor starts on the next run")
-	}
-	if err != nil {
+	if snap.Err != nil {
 		// Could not check; but a GPU already known to be broken this boot
 		// stays broken.
-		problems = append(problems, fmt.Sprintf("cannot read the kernel log: %v", err))
+		problems = append(problems, fmt.Sprintf("cannot read the kernel log: %v", snap.Err))
 		return withProblems(problems, c.judge(st, inv, invErr, nil, false, msgNone))
 	}
 	none := msgNone
-	var events []Event
-	if fresh {
-		if batch.Seen > 0 {
-			st.Next = batch.Newest + 1
-		}
+	if snap.Fresh {
 		none = msgStarted
-	} else {
-		var hold *uint64
-		events, hold = Events(batch.Records)
-		st.advance(batch, hold)
 	}
 	results := c.judge(st, inv, invErr, events, true, none)
 	if err := c.dir.Save(stateFile, st); err != nil {
-		consequence := "these XIDs will be reported again"
-		if fresh {
-			consequence = "the next run starts at the end of the log again"
-		}
-		problems = append(problems, fmt.Sprintf("cannot save the XID cursor, %s: %v", consequence, err))
+		problems = append(problems, fmt.Sprintf("cannot save the XID state, these XIDs will be counted again: %v", err))
+	} else {
+		c.log.Judged(Name)
 	}
 	return withProblems(problems, results)
 }
@@ -132,27 +111,22 @@ func withProblems(problems []string, results []check.Result) []check.Result {
 	return out
 }
 
-// load reads the saved state. fresh is true when there is none to go on
-// from: no record (a first run, or the file was deleted) or a corrupt
-// one; the cursor then starts at the end of the log. A record of another
-// boot starts the new boot's log from its beginning; a record that cannot
-// be read at all is an error to report, and the log is read from its
-// beginning too.
-func (c *xidCheck) load() (st *state, fresh bool, err error) {
-	boot := c.src.BootID()
+// load reads the saved state for the snapshot's boot. No record, a
+// corrupt one or one of another boot (or of a log that restarted without
+// a boot id: a reboot) is a new boot's empty state; a record that cannot
+// be read at all is an error to report, and the boot starts empty too.
+func (c *xidCheck) load(snap kmsg.Snapshot) (*state, error) {
 	var raw json.RawMessage
-	err = c.dir.Load(stateFile, &raw)
+	err := c.dir.Load(stateFile, &raw)
 	if err != nil && !errors.Is(err, statefile.ErrCorrupt) {
-		return newState(boot), false, err
+		return newState(snap.BootID), err
 	}
 	var saved state
-	if err != nil || raw == nil || json.Unmarshal(raw, &saved) != nil {
-		return newState(boot), true, nil
+	if err != nil || raw == nil || json.Unmarshal(raw, &saved) != nil ||
+		saved.BootID != snap.BootID || (snap.Restarted && snap.BootID == "") {
+		return newState(snap.BootID), nil
 	}
-	if saved.BootID != boot {
-		return newState(boot), false, nil
-	}
-	return &saved, false, nil
+	return &saved, nil
 }
 
 func (c *xidCheck) inventory(ctx context.Context) (*gpu.Inventory, error) {

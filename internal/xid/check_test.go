@@ -17,6 +17,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/gpu/sim"
+	"github.com/gpuhc/gpuhc/internal/kmsg"
 	"github.com/gpuhc/gpuhc/internal/policy"
 	"github.com/gpuhc/gpuhc/internal/statefile"
 )
@@ -34,15 +35,17 @@ func machine(t *testing.T, model string, inject ...string) *sim.Machine {
 
 // newCheck is gpu.xid on a simulated machine, as --simulate wires it: a
 // fresh gpu.Node per run, as each run of the binary has.
-func newCheck(m *sim.Machine, c config.XID, dir statefile.Dir, src Source) check.Check {
-	return New(gpu.NewNode(m.Server, "", -1, m.Model.Name, gpu.WithBus(m.OnBus)), c, dir, src)
+func newCheck(m *sim.Machine, c config.XID, dir statefile.Dir, src kmsg.Source) check.Check {
+	return newPass(gpu.NewNode(m.Server, "", -1, m.Model.Name, gpu.WithBus(m.OnBus)), c, dir, src)
 }
 
 func defaults() config.XID { return config.Default().Checks.GPU.XID }
 
 // simSrc is m's kernel log as --simulate reads it: gpuhc watched it since
 // boot, so that the injected XIDs are new even without a cursor yet.
-func simSrc(m *sim.Machine) Source { return SimulatedSource(m.Kmsg, m.BootID, m.KmsgWatchedFrom()) }
+func simSrc(m *sim.Machine) kmsg.Source {
+	return kmsg.SimulatedSource(m.Kmsg, m.BootID, m.KmsgWatchedFrom())
+}
 
 func run(c check.Check) []check.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
@@ -279,7 +282,7 @@ func TestCursorAcrossRuns(t *testing.T) {
 	const boot = "5e1a7ed0-0000-4000-8000-0000000000aa"
 	step := func(t *testing.T, m *sim.Machine, boot string, wants ...[]want) {
 		t.Helper()
-		expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, boot))), wants...)
+		expect(t, m, run(newCheck(m, defaults(), dir, kmsg.SliceSource(m.Kmsg, boot))), wants...)
 	}
 
 	// gpuhc installed on a node whose GPUs had XIDs earlier this boot
@@ -287,8 +290,11 @@ func TestCursorAcrossRuns(t *testing.T) {
 	m := machine(t, "dgxh100", "gpu1:xid=13", "gpu3:xid=79")
 	step(t, m, boot, started(0, 8))
 	var st state
-	if err := dir.Load(stateFile, &st); err != nil || st.BootID != boot || st.Next != uint64(len(m.Kmsg)) || len(st.GPUs) != 0 {
+	if err := dir.Load(stateFile, &st); err != nil || st.BootID != boot || len(st.GPUs) != 0 {
 		t.Fatalf("state after the first run: %+v, %v", st, err)
+	}
+	if b, next := cursorOf(t, dir); b != boot || next != uint64(len(m.Kmsg)) {
+		t.Fatalf("cursor after the first run: %s %d", b, next)
 	}
 
 	// A restart (the next run of the binary): the same log, nothing new.
@@ -335,27 +341,37 @@ func TestCursorAcrossRuns(t *testing.T) {
 }
 
 // After `nvidia-smi -r` cured a GPU, its sticky FAIL is cleared by
-// deleting the state file: the next run starts at the end of the log, so
-// the XID still in the kernel's buffer does not drain the node again; an
-// XID after that run is acted on. Deleting only the GPU's entry under
-// "gpus" does the same and keeps the cursor.
+// deleting the state file: the kernel-log cursor is the pass's own file,
+// so the XID still in the kernel's buffer does not drain the node again;
+// an XID after that is acted on. Deleting only the GPU's entry under
+// "gpus" does the same for that GPU alone.
 func TestClearStickyAfterReset(t *testing.T) {
 	path := t.TempDir()
 	dir := statefile.Dir{Path: path}
 	m := machine(t, "dgxb200", "gpu4:xid=95")
 	xid95 := []want{{"gpu4", check.Fail, check.ActionResetGPU, "XID 95 uncontained ECC error", 4, 4}}
 	expect(t, m, run(newCheck(m, defaults(), dir, simSrc(m))), oks(0, 4), xid95, oks(5, 8))
-	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, m.BootID))), oks(0, 4), xid95, oks(5, 8))
+	expect(t, m, run(newCheck(m, defaults(), dir, kmsg.SliceSource(m.Kmsg, m.BootID))), oks(0, 4), xid95, oks(5, 8))
 
+	// The cursor is the kernel-log pass's (kmsg-cursor.json), so it
+	// stays where it was: the XID behind it is not judged again.
 	if err := os.Remove(filepath.Join(path, stateFile)); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, m.BootID))), started(0, 8))
-	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, m.BootID))), oks(0, 8))
+	expect(t, m, run(newCheck(m, defaults(), dir, kmsg.SliceSource(m.Kmsg, m.BootID))), oks(0, 8))
+	expect(t, m, run(newCheck(m, defaults(), dir, kmsg.SliceSource(m.Kmsg, m.BootID))), oks(0, 8))
+	// Both removed: the cursor starts at the end of the log again.
+	for _, f := range []string{stateFile, kmsg.CursorFile} {
+		if err := os.Remove(filepath.Join(path, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect(t, m, run(newCheck(m, defaults(), dir, kmsg.SliceSource(m.Kmsg, m.BootID))), started(0, 8))
+	expect(t, m, run(newCheck(m, defaults(), dir, kmsg.SliceSource(m.Kmsg, m.BootID))), oks(0, 8))
 
 	// The GPU fails again: a new XID.
 	m = machine(t, "dgxb200", "gpu4:xid=95", "gpu4:xid=95")
-	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, m.BootID))), oks(0, 4), xid95, oks(5, 8))
+	expect(t, m, run(newCheck(m, defaults(), dir, kmsg.SliceSource(m.Kmsg, m.BootID))), oks(0, 4), xid95, oks(5, 8))
 
 	// Only the GPU's entry.
 	var st state
@@ -366,7 +382,7 @@ func TestClearStickyAfterReset(t *testing.T) {
 	if err := dir.Save(stateFile, st); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, m.BootID))), oks(0, 8))
+	expect(t, m, run(newCheck(m, defaults(), dir, kmsg.SliceSource(m.Kmsg, m.BootID))), oks(0, 8))
 }
 
 // A first run that cannot read the log to its end in time does not start
@@ -376,14 +392,13 @@ func TestFirstRunIncomplete(t *testing.T) {
 	dir := statefile.Dir{Path: t.TempDir()}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	rs := newCheck(m, defaults(), dir, SliceSource(m.Kmsg, m.BootID)).Run(ctx)
+	rs := newCheck(m, defaults(), dir, kmsg.SliceSource(m.Kmsg, m.BootID)).Run(ctx)
 	if len(rs) != 1 || rs[0].Component != "host" || rs[0].Status != check.Error ||
-		rs[0].Message != "cannot read the kernel log: it could not be read to its end in time; the XID cursor starts on the next run" {
+		rs[0].Message != "cannot read the kernel log: it could not be read to its end in time; the cursor starts on the next run" {
 		t.Fatalf("incomplete first read: %v", summary(rs))
 	}
-	var st state
-	if err := dir.Load(stateFile, &st); err != nil || st.BootID != "" || st.Next != 0 {
-		t.Errorf("saved %+v, %v", st, err)
+	if b, next := cursorOf(t, dir); b != "" || next != 0 {
+		t.Errorf("saved cursor %s %d", b, next)
 	}
 }
 
@@ -393,21 +408,24 @@ func TestFirstRunIncomplete(t *testing.T) {
 func TestCursorWithoutBootID(t *testing.T) {
 	dir := statefile.Dir{Path: t.TempDir()}
 	m := machine(t, "dgxa100", "gpu2:xid=62")
-	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, ""))), started(0, 8))
+	expect(t, m, run(newCheck(m, defaults(), dir, kmsg.SliceSource(m.Kmsg, ""))), started(0, 8))
 	m = machine(t, "dgxa100", "gpu2:xid=62", "gpu2:xid=62")
 	xid62 := []want{{"gpu2", check.Fail, check.ActionResetGPU, "XID 62 internal micro-controller halt", 2, 2}}
-	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, ""))), oks(0, 2), xid62, oks(3, 8))
-	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, ""))), oks(0, 2), xid62, oks(3, 8))
+	expect(t, m, run(newCheck(m, defaults(), dir, kmsg.SliceSource(m.Kmsg, ""))), oks(0, 2), xid62, oks(3, 8))
+	expect(t, m, run(newCheck(m, defaults(), dir, kmsg.SliceSource(m.Kmsg, ""))), oks(0, 2), xid62, oks(3, 8))
 
 	// After the reboot the log is shorter than the cursor.
 	short := machine(t, "dgxa100")
 	short.Kmsg = short.Kmsg[:3]
-	expect(t, short, run(newCheck(short, defaults(), dir, SliceSource(append(short.Kmsg,
+	expect(t, short, run(newCheck(short, defaults(), dir, kmsg.SliceSource(append(short.Kmsg,
 		"4,3,99,-;NVRM: Xid (PCI:0000:4e:00): 13, pid=1, name=x, Graphics Exception"), ""))),
 		oks(0, 3), []want{{"gpu3", check.Warn, "", "XID 13 graphics engine exception (1 this boot)", 3, 3}}, oks(4, 8))
 	var st state
-	if err := dir.Load(stateFile, &st); err != nil || st.Next != 4 || st.GPUs["0000:47:00.0"] != nil {
+	if err := dir.Load(stateFile, &st); err != nil || st.GPUs["0000:47:00.0"] != nil {
 		t.Errorf("state after reboot: %+v, %v", st, err)
+	}
+	if _, next := cursorOf(t, dir); next != 4 {
+		t.Errorf("cursor after reboot: %d", next)
 	}
 }
 
@@ -420,8 +438,10 @@ func TestDryRunSavesNothing(t *testing.T) {
 		expect(t, m, run(newCheck(m, defaults(), dir, simSrc(m))),
 			[]want{{"gpu0", check.Fail, check.ActionReboot, "XID 79 GPU has fallen off the bus", 0, 0}}, oks(1, 8))
 	}
-	if _, err := os.Stat(filepath.Join(path, stateFile)); !os.IsNotExist(err) {
-		t.Errorf("dry run wrote the state: %v", err)
+	for _, f := range []string{stateFile, kmsg.CursorFile} {
+		if _, err := os.Stat(filepath.Join(path, f)); !os.IsNotExist(err) {
+			t.Errorf("dry run wrote %s: %v", f, err)
+		}
 	}
 }
 
@@ -433,20 +453,23 @@ func TestSplitLineAcrossRuns(t *testing.T) {
 	n := uint64(len(m.Kmsg))
 	first := append(append([]string(nil), m.Kmsg...), fmt.Sprintf("4,%d,7200000000,-;NVRM: Xid (PCI:0000:9a:00): ", n))
 	warn := []want{{"gpu4", check.Warn, "", "XID 13 graphics engine exception (1 this boot)", 4, 4}}
-	expect(t, m, run(newCheck(m, defaults(), dir, SimulatedSource(first, m.BootID, m.KmsgWatchedFrom()))), oks(0, 4), warn, oks(5, 8))
-	var st state
-	if err := dir.Load(stateFile, &st); err != nil || st.Next != n {
-		t.Fatalf("cursor %d (%v), want it held on the unfinished line %d", st.Next, err, n)
+	expect(t, m, run(newCheck(m, defaults(), dir, kmsg.SimulatedSource(first, m.BootID, m.KmsgWatchedFrom()))), oks(0, 4), warn, oks(5, 8))
+	if _, next := cursorOf(t, dir); next != n {
+		t.Fatalf("cursor %d, want it held on the unfinished line %d", next, n)
 	}
+	var st state
 	second := append(append([]string(nil), first...),
 		fmt.Sprintf("6,%d,7200000010,-;mlx5_core 0000:9b:00.0: Port module event: module 0, Cable plugged", n+1),
 		fmt.Sprintf("4,%d,7200000020,c;79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.", n+2))
-	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(second, m.BootID))), oks(0, 4),
+	expect(t, m, run(newCheck(m, defaults(), dir, kmsg.SliceSource(second, m.BootID))), oks(0, 4),
 		[]want{{"gpu4", check.Fail, check.ActionReboot, "XID 79 GPU has fallen off the bus", 4, 4}}, oks(5, 8))
-	expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(second, m.BootID))), oks(0, 4),
+	expect(t, m, run(newCheck(m, defaults(), dir, kmsg.SliceSource(second, m.BootID))), oks(0, 4),
 		[]want{{"gpu4", check.Fail, check.ActionReboot, "XID 79 GPU has fallen off the bus", 4, 4}}, oks(5, 8))
-	if err := dir.Load(stateFile, &st); err != nil || st.Next != n+3 || st.GPUs["0000:9a:00.0"].Count != 2 {
+	if err := dir.Load(stateFile, &st); err != nil || st.GPUs["0000:9a:00.0"].Count != 2 {
 		t.Fatalf("state %+v (%v)", st, err)
+	}
+	if _, next := cursorOf(t, dir); next != n+3 {
+		t.Fatalf("cursor %d, want %d", next, n+3)
 	}
 }
 
@@ -476,7 +499,7 @@ func TestConfigOverride(t *testing.T) {
 func TestUnreadableLog(t *testing.T) {
 	m := machine(t, "dgxh100")
 	root := t.TempDir()
-	c := newCheck(m, defaults(), statefile.Dir{Path: t.TempDir()}, KmsgSource(root, "/dev/kmsg"))
+	c := newCheck(m, defaults(), statefile.Dir{Path: t.TempDir()}, kmsg.KmsgSource(root, "/dev/kmsg"))
 	rs := run(c)
 	if len(rs) != 1 || rs[0].Component != "host" || rs[0].Status != check.Error ||
 		rs[0].Message != fmt.Sprintf("cannot read the kernel log: open %s/dev/kmsg: no such file or directory", root) {
@@ -487,7 +510,7 @@ func TestUnreadableLog(t *testing.T) {
 	m = machine(t, "dgxh100", "gpu3:xid=79")
 	mustWrite(t, filepath.Join(root, "proc/sys/kernel/random/boot_id"), m.BootID+"\n")
 	run(newCheck(m, defaults(), dir, simSrc(m)))
-	expect(t, m, run(newCheck(m, defaults(), dir, KmsgSource(root, "/dev/kmsg"))),
+	expect(t, m, run(newCheck(m, defaults(), dir, kmsg.KmsgSource(root, "/dev/kmsg"))),
 		[]want{{"host", check.Error, "", fmt.Sprintf("cannot read the kernel log: open %s/dev/kmsg: no such file or directory", root), -1, -1},
 			{"gpu3", check.Fail, check.ActionReboot, "XID 79 GPU has fallen off the bus", 3, 3}})
 }
@@ -496,17 +519,17 @@ func TestUnreadableLog(t *testing.T) {
 // fixture's GPUs are not the simulator's, so everything is by PCI address.
 func TestDumpThroughCheck(t *testing.T) {
 	dir := statefile.Dir{Path: t.TempDir()}
-	c := New(nil, defaults(), dir, KmsgSource("", "testdata/kmsg-h100.txt"))
+	c := newPass(nil, defaults(), dir, kmsg.KmsgSource("", "../kmsg/testdata/kmsg-h100.txt"))
 	// No record: the cursor starts at the end of the dump.
 	if got := fmt.Sprint(summary(run(c))); got != "[host OK none "+msgStarted+"]" {
 		t.Errorf("first run: %s", got)
 	}
-	var st state
-	if err := dir.Load(stateFile, &st); err != nil || st.Next == 0 {
-		t.Fatalf("cursor %+v, %v", st, err)
+	boot, next := cursorOf(t, dir)
+	if next == 0 {
+		t.Fatalf("cursor %s %d", boot, next)
 	}
-	// A record from the start of this (unknown) boot: the whole dump.
-	if err := dir.Save(stateFile, newState("")); err != nil {
+	// A cursor at the start of this boot: the whole dump.
+	if err := dir.Save(kmsg.CursorFile, map[string]any{"boot_id": boot, "next_seq": 0}); err != nil {
 		t.Fatal(err)
 	}
 	rs := run(c)
@@ -537,23 +560,31 @@ func TestStateTrouble(t *testing.T) {
 
 	// A corrupt record, or one of the wrong shape: start afresh, at the
 	// end of the log (the XID is not reported again).
-	for _, bad := range []string{"{not json", `{"next_seq": "x"}`, "[]"} {
-		path := t.TempDir()
-		mustWrite(t, filepath.Join(path, stateFile), bad)
-		expect(t, m, run(newCheck(m, defaults(), statefile.Dir{Path: path}, SliceSource(m.Kmsg, m.BootID))), started(0, 8))
-		var st state
-		if err := (statefile.Dir{Path: path}).Load(stateFile, &st); err != nil || st.BootID != m.BootID || st.Next != uint64(len(m.Kmsg)) {
-			t.Errorf("%s: state after %+v, %v", bad, st, err)
+	// The cursor is the pass's own file, or, before it had one (an
+	// upgrade), gpu-xid.json's.
+	for _, file := range []string{kmsg.CursorFile, stateFile} {
+		for _, bad := range []string{"{not json", `{"next_seq": "x"}`, "[]"} {
+			path := t.TempDir()
+			mustWrite(t, filepath.Join(path, file), bad)
+			expect(t, m, run(newCheck(m, defaults(), statefile.Dir{Path: path}, kmsg.SliceSource(m.Kmsg, m.BootID))), started(0, 8))
+			var st state
+			if err := (statefile.Dir{Path: path}).Load(stateFile, &st); err != nil || st.BootID != m.BootID {
+				t.Errorf("%s %s: state after %+v, %v", file, bad, st, err)
+			}
+			if b, next := cursorOf(t, statefile.Dir{Path: path}); b != m.BootID || next != uint64(len(m.Kmsg)) {
+				t.Errorf("%s %s: cursor after %s %d", file, bad, b, next)
+			}
 		}
 	}
 
 	// A state directory that cannot be written: say so, as ERROR.
 	notDir := filepath.Join(t.TempDir(), "file")
 	mustWrite(t, notDir, "")
-	rs := run(newCheck(m, defaults(), statefile.Dir{Path: notDir}, SliceSource(m.Kmsg, m.BootID)))
+	rs := run(newCheck(m, defaults(), statefile.Dir{Path: notDir}, kmsg.SliceSource(m.Kmsg, m.BootID)))
 	if rs[0].Component != "host" || rs[0].Status != check.Error || !regexp.MustCompile(
-		`^cannot read the XID cursor, reading the kernel log from the start: .*not a directory; `+
-			`cannot save the XID cursor, these XIDs will be reported again: .*not a directory$`).MatchString(rs[0].Message) {
+		`^cannot read the kernel log cursor, reading the kernel log from the start: .*not a directory; `+
+			`cannot read the XID state, this boot's earlier XIDs are forgotten: .*not a directory; `+
+			`cannot save the XID state, these XIDs will be counted again: .*not a directory$`).MatchString(rs[0].Message) {
 		t.Errorf("unusable state directory: %+v", rs[0])
 	}
 	expect(t, m, rs[1:], oks(0, 3), fail79, oks(4, 8))
@@ -564,10 +595,17 @@ func TestNoGPUs(t *testing.T) {
 	root := t.TempDir()
 	lib := &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }}
 	node := gpu.NewNode(lib, root, 0, "")
-	src := SliceSource([]string{"6,0,1,-;Linux version 6.1.0"}, "b")
-	rs := run(New(node, defaults(), statefile.Dir{Path: t.TempDir()}, src))
+	src := kmsg.SliceSource([]string{"6,0,1,-;Linux version 6.1.0"}, "b")
+	rs := run(newPass(node, defaults(), statefile.Dir{Path: t.TempDir()}, src))
 	if fmt.Sprint(summary(rs)) != "[host SKIP none no NVIDIA GPU on this node]" {
 		t.Errorf("no GPUs: %v", summary(rs))
+	}
+	// An XID line all the same (a saved log replayed on a GPU-less
+	// machine, a GPU gone from the bus): judged, by PCI address.
+	src = kmsg.SimulatedSource([]string{"6,0,1,-;Linux version 6.1.0", "4,1,2,-;NVRM: Xid (PCI:0000:4e:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."}, "b", 0)
+	rs = run(newPass(node, defaults(), statefile.Dir{Path: t.TempDir()}, src))
+	if fmt.Sprint(summary(rs)) != "[0000:4e:00.0 FAIL reboot XID 79 GPU has fallen off the bus]" {
+		t.Errorf("no GPUs, an XID: %v", summary(rs))
 	}
 }
 
@@ -605,7 +643,7 @@ func TestSimulatedKmsg(t *testing.T) {
 		if strings.Join(m.Kmsg, "\n") != strings.Join(again.Kmsg, "\n") {
 			t.Errorf("%s: log differs between two builds", model)
 		}
-		b, _ := SliceSource(m.Kmsg, m.BootID).Records(context.Background(), 0)
+		b, _ := kmsg.SliceSource(m.Kmsg, m.BootID).Records(context.Background(), 0)
 		if b.Seen != len(m.Kmsg) {
 			t.Fatalf("%s: %d of %d records parse", model, b.Seen, len(m.Kmsg))
 		}
@@ -614,7 +652,7 @@ func TestSimulatedKmsg(t *testing.T) {
 				t.Errorf("%s: record %d = %+v", model, i, r)
 			}
 		}
-		events, _ := Events(b.Records)
+		events, _ := eventsOf(b.Records)
 		if len(events) != 2 || events[0].XID != 79 || events[0].PCI != m.Model.PCIBusID(6) ||
 			events[1].XID != 13 || events[1].PCI != m.Model.PCIBusID(0) {
 			t.Errorf("%s: events %s", model, dumpEvents(events))
@@ -624,7 +662,7 @@ func TestSimulatedKmsg(t *testing.T) {
 		if got := b.Records[len(b.Records)-2].Text; got != want {
 			t.Errorf("%s: %q, want %q", model, got, want)
 		}
-		healthy, _ := Events(mustRecords(t, machine(t, model)))
+		healthy, _ := eventsOf(mustRecords(t, machine(t, model)))
 		if len(healthy) != 0 {
 			t.Errorf("%s: healthy machine logs XIDs: %s", model, dumpEvents(healthy))
 		}
@@ -647,9 +685,9 @@ func TestSimulatedKmsg(t *testing.T) {
 	}
 }
 
-func mustRecords(t *testing.T, m *sim.Machine) []Record {
+func mustRecords(t *testing.T, m *sim.Machine) []kmsg.Record {
 	t.Helper()
-	b, err := SliceSource(m.Kmsg, m.BootID).Records(context.Background(), 0)
+	b, err := kmsg.SliceSource(m.Kmsg, m.BootID).Records(context.Background(), 0)
 	if err != nil || b.Seen == 0 {
 		t.Fatalf("records: %+v, %v", b, err)
 	}

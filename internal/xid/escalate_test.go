@@ -11,6 +11,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/escalate"
+	"github.com/gpuhc/gpuhc/internal/kmsg"
 	"github.com/gpuhc/gpuhc/internal/statefile"
 )
 
@@ -24,7 +25,7 @@ func TestEscalationAcrossBoots(t *testing.T) {
 	step := func(boot string, inject []string, wants ...[]want) {
 		t.Helper()
 		m := machine(t, "dgxh100", inject...)
-		expect(t, m, run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, boot))), wants...)
+		expect(t, m, run(newCheck(m, defaults(), dir, kmsg.SliceSource(m.Kmsg, boot))), wants...)
 	}
 	reboot := []want{{"gpu3", check.Fail, check.ActionReboot, "XID 79 GPU has fallen off the bus", 3, 3}}
 	rma := []want{{"gpu3", check.Fail, check.ActionRMA, "XID 79 GPU has fallen off the bus (3rd boot with it: rma)", 3, 3}}
@@ -81,8 +82,8 @@ func TestEscalationAcrossBoots(t *testing.T) {
 func TestEscalationSettings(t *testing.T) {
 	dir := statefile.Dir{Path: t.TempDir()}
 	m := machine(t, "dgxh100", "gpu1:xid=13", "gpu2:xid=94")
-	run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, "boot-a")))
-	run(newCheck(m, defaults(), dir, SliceSource(m.Kmsg, "boot-b")))
+	run(newCheck(m, defaults(), dir, kmsg.SliceSource(m.Kmsg, "boot-a")))
+	run(newCheck(m, defaults(), dir, kmsg.SliceSource(m.Kmsg, "boot-b")))
 	if _, err := os.Stat(filepath.Join(dir.Path, historyFile)); !os.IsNotExist(err) {
 		t.Errorf("history written without a FAIL: %v", err)
 	}
@@ -110,7 +111,7 @@ func TestEscalationSettings(t *testing.T) {
 				t.Fatal(err)
 			}
 			for boot := 1; boot <= 4; boot++ {
-				rs := run(newCheck(m, c, dir, SliceSource(m.Kmsg, fmt.Sprintf("boot-%d", boot))))
+				rs := run(newCheck(m, c, dir, kmsg.SliceSource(m.Kmsg, fmt.Sprintf("boot-%d", boot))))
 				want := check.ActionReboot
 				if tc.rmaAfter != 0 && boot >= tc.rmaAfter {
 					want = check.ActionRMA
@@ -128,7 +129,7 @@ func TestEscalationSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	m = machine(t, "dgxh100", "gpu3:xid=79")
-	if rs := run(newCheck(m, defaults(), ro, SliceSource(m.Kmsg, "boot-a"))); rs[3].Status != check.Fail {
+	if rs := run(newCheck(m, defaults(), ro, kmsg.SliceSource(m.Kmsg, "boot-a"))); rs[3].Status != check.Fail {
 		t.Errorf("dry run: %+v", rs[3])
 	}
 	if _, err := os.Stat(filepath.Join(ro.Path, historyFile)); !os.IsNotExist(err) {

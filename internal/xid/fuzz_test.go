@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gpuhc/gpuhc/internal/kmsg"
 )
 
 // The kernel log is text anyone's driver bug can fill. Whatever it holds,
@@ -15,7 +17,7 @@ var normalPCI = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$
 
 func seedFixtures(f *testing.F, extra ...string) {
 	for _, name := range []string{"kmsg-h100.txt", "kmsg-a100-split.txt", "kmsg-el7-v100-old.txt"} {
-		if b, err := os.ReadFile("testdata/" + name); err == nil {
+		if b, err := os.ReadFile("../kmsg/testdata/" + name); err == nil {
 			f.Add(string(b))
 		}
 	}
@@ -43,18 +45,13 @@ func FuzzEvents(f *testing.F) {
 		`4,1,1,-;a\x0aNVRM: Xid (PCI:0000:4e:00): 79, x`, "4,18446744073709551615,1,-;NVRM: Xid (PCI:0000:4e:00): 79, x",
 		"4,1,1,+,caller=;x\n ", "4,1,1,c,caller=T1,extra;\\x")
 	f.Fuzz(func(t *testing.T, dump string) {
-		var recs []Record
-		for _, s := range SplitRecords(dump) {
-			r, err := ParseRecord(s)
-			if err != nil {
-				continue
+		var recs []kmsg.Record
+		for _, s := range kmsg.SplitRecords(dump) {
+			if r, err := kmsg.ParseRecord(s); err == nil {
+				recs = append(recs, r)
 			}
-			if r.Facility < 0 || r.Level < 0 || r.Level > 7 {
-				t.Fatalf("ParseRecord(%q) = %+v", s, r)
-			}
-			recs = append(recs, r)
 		}
-		events, hold := Events(recs)
+		events, hold := eventsOf(recs)
 		for _, e := range events {
 			if e.XID < 1 || e.XID > 999 || !normalPCI.MatchString(e.PCI) {
 				t.Fatalf("event %+v from %q", e, dump)
@@ -62,13 +59,6 @@ func FuzzEvents(f *testing.F) {
 		}
 		if hold != nil && len(recs) == 0 {
 			t.Fatalf("hold %d without records", *hold)
-		}
-		b := Batch{}
-		for _, s := range SplitRecords(dump) {
-			b.add(s, 0)
-		}
-		if b.Seen != len(recs) {
-			t.Fatalf("batch saw %d, parsed %d", b.Seen, len(recs))
 		}
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/gpuhc/gpuhc/internal/kmsg"
 )
 
 func TestParseLine(t *testing.T) {
@@ -43,37 +45,6 @@ func TestParseLine(t *testing.T) {
 		e, ok := ParseLine(tc.line)
 		if ok != (tc.xid != 0) || e.XID != tc.xid || e.PCI != tc.pci || e.Text != tc.text {
 			t.Errorf("ParseLine(%q) = %+v, %v; want XID %d on %q text %q", tc.line, e, ok, tc.xid, tc.pci, tc.text)
-		}
-	}
-}
-
-func TestParseRecord(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want Record
-		bad  bool
-	}{
-		{"4,2218,7215402840,-;NVRM: Xid (PCI:0000:5d:00): 79, x\n", Record{Facility: 0, Level: 4, Seq: 2218, TimeUsec: 7215402840, Flags: "-", Text: "NVRM: Xid (PCI:0000:5d:00): 79, x"}, false},
-		{"12,7,1,-;forged", Record{Facility: 1, Level: 4, Seq: 7, TimeUsec: 1, Flags: "-", Text: "forged"}, false},
-		{"6,812,5331123,-;pci 0000:18:00.0: x\n SUBSYSTEM=pci\n DEVICE=+pci:0000:18:00.0\n", Record{Level: 6, Seq: 812, TimeUsec: 5331123, Flags: "-", Text: "pci 0000:18:00.0: x"}, false},
-		{"4,1850,9,c,caller=T5120;79, y", Record{Level: 4, Seq: 1850, TimeUsec: 9, Flags: "c", Caller: "T5120", Text: "79, y"}, false},
-		{`4,1,2,-;a\x0ab\x5cc\x`, Record{Level: 4, Seq: 1, TimeUsec: 2, Flags: "-", Text: "a\nb\\c\\x"}, false},
-		{"4,1,2;no flags", Record{Level: 4, Seq: 1, TimeUsec: 2, Flags: "-", Text: "no flags"}, false},
-		{"4,1,2,-;with; semicolon", Record{Level: 4, Seq: 1, TimeUsec: 2, Flags: "-", Text: "with; semicolon"}, false},
-		{"no header", Record{}, true},
-		{"4,1;short", Record{}, true},
-		{"x,1,2,-;bad pri", Record{}, true},
-		{"4,-1,2,-;bad seq", Record{}, true},
-		{"99999999,1,2,-;huge pri", Record{}, true},
-	} {
-		r, err := ParseRecord(tc.in)
-		if (err != nil) != tc.bad || (!tc.bad && r != tc.want) {
-			t.Errorf("ParseRecord(%q) = %+v, %v; want %+v", tc.in, r, err, tc.want)
-		}
-		if err == nil {
-			if back, err := ParseRecord(r.String()); err != nil || back != r {
-				t.Errorf("round trip of %+v: %q → %+v, %v", r, r.String(), back, err)
-			}
 		}
 	}
 }
@@ -153,11 +124,11 @@ func TestFixtures(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			b, err := KmsgSource("", "testdata/"+tc.file).Records(context.Background(), 0)
+			b, err := kmsg.KmsgSource("", "../kmsg/testdata/"+tc.file).Records(context.Background(), 0)
 			if err != nil || !b.Complete || len(b.Records) != b.Seen || b.Seen < 10 {
 				t.Fatalf("read: %+v, %v", b, err)
 			}
-			events, hold := Events(b.Records)
+			events, hold := eventsOf(b.Records)
 			if hold != nil {
 				t.Errorf("hold %d on a finished log", *hold)
 			}
@@ -166,11 +137,11 @@ func TestFixtures(t *testing.T) {
 	}
 }
 
-func recs(t *testing.T, lines ...string) []Record {
+func recs(t *testing.T, lines ...string) []kmsg.Record {
 	t.Helper()
-	var out []Record
+	var out []kmsg.Record
 	for _, l := range lines {
-		r, err := ParseRecord(l)
+		r, err := kmsg.ParseRecord(l)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +183,7 @@ func TestJoin(t *testing.T) {
 			[]wantEvent{{1, 79, "0000:4e:00.0", "GPU has fallen off the bus."}}, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			events, hold := Events(recs(t, tc.recs...))
+			events, hold := eventsOf(recs(t, tc.recs...))
 			checkEvents(t, events, tc.want)
 			switch {
 			case tc.hold < 0 && hold != nil:

@@ -26,10 +26,14 @@ func main() {
 	dry := flag.Bool("dry-run", true, "pass --dry-run")
 	simulate := flag.String("simulate", "", "pass --simulate MODEL (every GPU check against NVIDIA's simulated server)")
 	ib := flag.Bool("ib", false, "measure what the IB and topology checks add on a DGX H100 sysfs tree (root)")
+	km := flag.Bool("kmsg", false, "measure what the kernel-log pass and its rules add, over a full 1 MiB ring (in process)")
 	flag.Parse()
 	run := func() error { return bench(*bin, *runs, *dry, *simulate) }
-	if *ib {
+	switch {
+	case *ib:
 		run = func() error { return benchIB(*bin, *runs) }
+	case *km:
+		run = func() error { return benchKmsg(*runs) }
 	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -9,7 +9,7 @@ import (
 )
 
 // xidPart: the simulated node's kernel log (Machine.Kmsg), read by
-// gpu.xid through xid.SimulatedSource(m.Kmsg, m.BootID, m.KmsgWatchedFrom()).
+// gpu.xid through kmsg.SimulatedSource(m.Kmsg, m.BootID, m.KmsgWatchedFrom()).
 // Healthy, it holds the boot messages a DGX logs around the NVIDIA driver,
 // none an XID; "gpuN:xid=79" appends the driver's XID line for that GPU.
 var xidPart = part{
@@ -91,7 +91,7 @@ func faultXID(m *Machine, _ *server.Device, i int, value string) error {
 // injected XIDs from it on. gpu.xid starts its cursor at the end of the
 // kernel log when it has none (the XIDs already there are from before
 // gpuhc watched); a simulation stands for a node gpuhc has watched since
-// boot, so that a fire drill's XIDs are new to it (see xid.SimulatedSource).
+// boot, so that a fire drill's XIDs are new to it (see kmsg.SimulatedSource).
 func (m *Machine) KmsgWatchedFrom() uint64 {
 	for i, r := range m.Kmsg {
 		if strings.Contains(r, ";NVRM: Xid (") {

@@ -1,4 +1,4 @@
-package xid
+package kmsg
 
 import (
 	"context"
@@ -172,8 +172,8 @@ func TestKmsgSourceReal(t *testing.T) {
 	if err != nil || len(b2.Records) != 0 {
 		t.Fatalf("past the end: %d records, %v", len(b2.Records), err)
 	}
-	events, _ := Events(b.Records)
-	t.Logf("read %d records (newest %d) in %v, boot %s; %d XIDs", b.Seen, b.Newest, took, src.BootID(), len(events))
+	lines, _ := Lines(b.Records)
+	t.Logf("read %d records (newest %d) in %v, boot %s; %d kernel lines", b.Seen, b.Newest, took, src.BootID(), len(lines))
 }
 
 func TestSplitRecords(t *testing.T) {

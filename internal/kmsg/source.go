@@ -1,10 +1,12 @@
-package xid
+package kmsg
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -120,7 +122,7 @@ func (k *kmsgSource) read(ctx context.Context, from uint64) (Batch, error) {
 		return Batch{}, &os.PathError{Op: "stat", Path: k.path, Err: err}
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFREG {
-		return readDump(ctx, fd, k.path, from)
+		return readDump(ctx, fd, k.path, from, st.Size)
 	}
 	return readRecords(ctx, rawFD(fd), k.path, from)
 }
@@ -163,25 +165,77 @@ func readRecords(ctx context.Context, r io.Reader, path string, from uint64) (Ba
 			// stays on the record, so stop rather than spin.
 			return b, &os.PathError{Op: "read", Path: path, Err: err}
 		}
+		if seq, ok := headSeq(buf[:n]); ok && seq < from {
+			// Before the cursor (most of the ring, on most runs): counted,
+			// not kept, so not copied nor parsed further.
+			b.count(seq)
+			continue
+		}
 		b.add(string(buf[:n]), from)
 	}
 }
 
+// headSeq is a record's sequence number, read from its header in place.
+func headSeq(p []byte) (uint64, bool) {
+	i := 0
+	for i < len(p) && p[i] != ',' {
+		if p[i] < '0' || p[i] > '9' {
+			return 0, false
+		}
+		i++
+	}
+	if i == 0 || i == len(p) {
+		return 0, false
+	}
+	var seq uint64
+	j := i + 1
+	for ; j < len(p) && p[j] != ','; j++ {
+		c := p[j]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if seq > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		seq = seq*10 + d
+	}
+	if j == i+1 || j == len(p) || !bytes.ContainsRune(p[j:], ';') {
+		return 0, false
+	}
+	return seq, true
+}
+
 // readDump reads a captured /dev/kmsg dump (a regular file).
-func readDump(ctx context.Context, fd int, path string, from uint64) (Batch, error) {
-	data, err := io.ReadAll(io.LimitReader(rawFD(fd), maxFile))
-	if err != nil {
+func readDump(ctx context.Context, fd int, path string, from uint64, size int64) (Batch, error) {
+	var buf bytes.Buffer
+	buf.Grow(int(min(max(size, 0), maxFile)) + bytes.MinRead) // one read, for a file that does not grow meanwhile
+	if _, err := buf.ReadFrom(io.LimitReader(rawFD(fd), maxFile)); err != nil {
 		return Batch{}, fmt.Errorf("read %s: %w", path, err)
 	}
-	b := Batch{Complete: true}
-	for _, s := range SplitRecords(string(data)) {
+	data := buf.Bytes()
+	recs := SplitRecords(string(data))
+	b := Batch{Complete: true, Records: make([]Record, 0, min(len(recs), maxKept))}
+	for _, s := range recs {
 		if ctx.Err() != nil || len(b.Records) >= maxKept {
 			b.Complete = false
 			break
 		}
+		if seq, ok := headSeq([]byte(s[:min(len(s), 64)])); ok && seq < from {
+			b.count(seq)
+			continue
+		}
 		b.add(s, from)
 	}
 	return b, nil
+}
+
+// count counts a record read.
+func (b *Batch) count(seq uint64) {
+	if b.Seen == 0 || seq > b.Newest {
+		b.Newest = seq
+	}
+	b.Seen++
 }
 
 // add takes one record, counting it whatever its sequence number.
@@ -191,10 +245,12 @@ func (b *Batch) add(s string, from uint64) {
 	if err != nil {
 		return
 	}
-	if b.Seen == 0 || r.Seq > b.Newest {
-		b.Newest = r.Seq
-	}
-	b.Seen++
+	b.keep(r, from)
+}
+
+// keep takes one parsed record, counting it whatever its sequence number.
+func (b *Batch) keep(r Record, from uint64) {
+	b.count(r.Seq)
 	if r.Seq >= from {
 		b.Records = append(b.Records, r)
 	}
@@ -202,6 +258,7 @@ func (b *Batch) add(s string, from uint64) {
 
 type sliceSource struct {
 	records []string
+	parsed  []Record // a replay's, read from text (Replay)
 	bootID  string
 }
 
@@ -224,6 +281,13 @@ func (s *sliceSource) Records(ctx context.Context, from uint64) (Batch, error) {
 			break
 		}
 		b.add(r, from)
+	}
+	for _, r := range s.parsed {
+		if ctx.Err() != nil || len(b.Records) >= maxKept {
+			b.Complete = false
+			break
+		}
+		b.keep(r, from)
 	}
 	return b, nil
 }
