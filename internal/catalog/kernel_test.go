@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -77,12 +79,17 @@ func TestKernelReasons(t *testing.T) {
 	}
 }
 
-// replayLog is a kernel-log pass over texts, as --kernel-log replays
-// them: every line new.
+// replayLog is a kernel-log pass over texts, as --kernel-log replays a
+// saved log: every line new.
 func replayLog(t *testing.T, boot string, texts ...string) *kmsg.Log {
-	var recs []string
-	for _, r := range kmsg.ParseReplay(strings.Join(texts, "\n")) {
-		recs = append(recs, r.String())
+	t.Helper()
+	path := filepath.Join(t.TempDir(), boot+".log")
+	if err := os.WriteFile(path, []byte(strings.Join(texts, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	return kmsg.NewLog(kmsg.SimulatedSource(recs, boot, 0), statefile.Dir{Path: t.TempDir()})
+	src, err := kmsg.Replay(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kmsg.NewLog(src, statefile.Dir{Path: t.TempDir()})
 }

@@ -48,7 +48,10 @@ type Episode struct {
 // a record of another boot id is dropped, which is what clears a sticky
 // FAIL after a reboot.
 type State struct {
-	BootID   string              `json:"boot_id"`
+	BootID string `json:"boot_id"`
+	// Through is the sequence number after the last line judged this boot
+	// (kmsg.Snapshot.Unjudged): lines read again are not counted again.
+	Through  uint64              `json:"judged_through,omitempty"`
 	Episodes map[string]*Episode `json:"episodes,omitempty"`
 }
 
@@ -76,8 +79,11 @@ type Book struct {
 //     lines come again next run rather than be lost with their FAIL.
 func (b Book) Run(ctx context.Context, judge func([]kmsg.Line) []Finding) []check.Result {
 	snap := b.Reader.Snapshot(ctx)
-	st, loadErr := b.load(snap.BootID)
+	st, loadErr := b.load(snap)
 	var problems []string
+	if snap.Trouble != "" {
+		problems = append(problems, snap.Trouble)
+	}
 	if loadErr != nil {
 		problems = append(problems, fmt.Sprintf("cannot read %s, starting afresh: %v", b.File, loadErr))
 	}
@@ -87,11 +93,13 @@ func (b Book) Run(ctx context.Context, judge func([]kmsg.Line) []Finding) []chec
 	}
 	touched := map[string]bool{}
 	if !snap.Fresh {
-		for _, f := range judge(snap.Lines) {
+		lines := snap.Unjudged(st.Through)
+		for _, f := range judge(lines) {
 			if f.Status == check.Warn || f.Status == check.Fail {
 				touched[st.add(f)] = true
 			}
 		}
+		st.Through = kmsg.Mark(lines, st.Through)
 	}
 	healthy := b.Healthy
 	if snap.Fresh {
@@ -106,10 +114,12 @@ func (b Book) Run(ctx context.Context, judge func([]kmsg.Line) []Finding) []chec
 	return withProblems(problems, results)
 }
 
-// load reads the state for boot. A corrupt record, or one of another
-// boot, starts afresh; a snapshot without a boot id keeps what is saved
-// (it cannot tell a reboot).
-func (b Book) load(boot string) (*State, error) {
+// load reads the state for snap's boot. A corrupt record, or one of
+// another boot, starts afresh; a snapshot without a boot id keeps what is
+// saved (it cannot tell a reboot), unless the log restarted below the
+// cursor, which without a boot id means a reboot.
+func (b Book) load(snap kmsg.Snapshot) (*State, error) {
+	boot := snap.BootID
 	var raw json.RawMessage
 	err := b.Dir.Load(b.File, &raw)
 	fresh := &State{BootID: boot, Episodes: map[string]*Episode{}}
@@ -120,7 +130,7 @@ func (b Book) load(boot string) (*State, error) {
 	if err != nil || raw == nil || json.Unmarshal(raw, &saved) != nil {
 		return fresh, nil
 	}
-	if boot != "" && saved.BootID != boot {
+	if (boot != "" && saved.BootID != boot) || (boot == "" && snap.Restarted) {
 		return fresh, nil
 	}
 	if saved.Episodes == nil {

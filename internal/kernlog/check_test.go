@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/kernlog/kernlogtest"
 	"github.com/gpuhc/gpuhc/internal/kmsg"
 	"github.com/gpuhc/gpuhc/internal/statefile"
 )
@@ -30,6 +31,7 @@ type node struct {
 	cfg   config.Kernel
 	paths *Paths
 	dir   statefile.Dir
+	seqs  kernlogtest.Seqs
 }
 
 func newNode(t *testing.T) *node {
@@ -37,7 +39,7 @@ func newNode(t *testing.T) *node {
 }
 
 func (n *node) run(s kmsg.Snapshot) ([]check.Result, *fakeReader) {
-	r := &fakeReader{Snap: s}
+	r := &fakeReader{Snap: n.seqs.Number(s)}
 	return New(n.cfg, n.paths, n.dir, r).Run(context.Background()), r
 }
 
@@ -267,3 +269,24 @@ func TestLevel(t *testing.T) {
 }
 
 func must(res []check.Result, _ *fakeReader) []check.Result { return res }
+
+// Lines read again (the cursor waits for a rule a job run did not run,
+// or one that timed out) are judged once: the WARN is not reported, nor
+// counted, a second time, and a new line after them still is.
+func TestLinesReadAgainJudgedOnce(t *testing.T) {
+	n := newNode(t)
+	snap := n.seqs.Number(replay("b", hung))
+	for i, want := range []check.Status{check.Warn, check.OK} {
+		r := &fakeReader{Snap: snap}
+		got := one(t, New(n.cfg, n.paths, n.dir, r).Run(context.Background()))
+		if got.Status != want {
+			t.Errorf("read %d: %+v, want %v", i+1, got, want)
+		}
+	}
+	more := snap
+	more.Lines = append(slices.Clone(snap.Lines), n.seqs.Number(replay("b", hung)).Lines...)
+	got := one(t, New(n.cfg, n.paths, n.dir, &fakeReader{Snap: more}).Run(context.Background()))
+	if got.Status != check.Warn || !strings.HasSuffix(got.Message, "(2 this boot)") {
+		t.Errorf("old line and a new one: %+v, want the new one counted alone", got)
+	}
+}

@@ -67,3 +67,27 @@ type Reader interface {
 	Snapshot(ctx context.Context) Snapshot
 	Judged(rule string)
 }
+
+// Unjudged are the snapshot's lines from sequence number from on: what a
+// rule whose own record says it judged this boot's lines up to from has
+// not seen yet. The cursor only moves once every rule of a run has judged
+// (see Log), so lines can come again: in a job run, which does not run
+// every rule, or after a run whose rule timed out. A rule that keeps this
+// mark in its state judges each line once all the same.
+func (s Snapshot) Unjudged(from uint64) []Line {
+	for i, l := range s.Lines {
+		if l.Seq >= from {
+			return s.Lines[i:]
+		}
+	}
+	return nil
+}
+
+// Mark is the mark to keep after judging lines: the sequence number after
+// the last of them, or from when there are none.
+func Mark(lines []Line, from uint64) uint64 {
+	if len(lines) == 0 {
+		return from
+	}
+	return max(from, lines[len(lines)-1].Seq+1)
+}

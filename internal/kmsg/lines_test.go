@@ -70,3 +70,20 @@ func TestLines(t *testing.T) {
 		})
 	}
 }
+
+func TestUnjudgedAndMark(t *testing.T) {
+	s := Snapshot{Lines: []Line{{Seq: 4}, {Seq: 4}, {Seq: 7}, {Seq: 9}}}
+	for _, c := range []struct {
+		from     uint64
+		n        int
+		nextMark uint64
+	}{{0, 4, 10}, {4, 4, 10}, {5, 2, 10}, {8, 1, 10}, {10, 0, 10}, {12, 0, 12}} {
+		got := s.Unjudged(c.from)
+		if len(got) != c.n {
+			t.Errorf("Unjudged(%d): %d lines, want %d", c.from, len(got), c.n)
+		}
+		if m := Mark(got, c.from); m != c.nextMark {
+			t.Errorf("Mark after Unjudged(%d) = %d, want %d", c.from, m, c.nextMark)
+		}
+	}
+}

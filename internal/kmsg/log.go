@@ -69,9 +69,9 @@ type legacy struct {
 //     snapshot only if every registered rule said Judged. A rule that
 //     timed out, or was not run (a prolog that runs gpu.xid but not
 //     host.kernel), leaves the cursor where it was: the lines are read
-//     again next run, and the rules that did judge them judge them again
-//     (a sticky FAIL is the same FAIL; a WARN is reported again). Losing
-//     lines would be worse: they are a missed drain.
+//     again next run. Losing lines would be a missed drain. The rules that
+//     did judge them keep the mark of what they judged in their own state
+//     (Snapshot.Unjudged, Mark), so each line is still judged once.
 //
 // A read-only state directory (a dry run) is read but never written.
 // The zero of *Log (nil) is a log that cannot be read: every rule reports

@@ -14,8 +14,9 @@ import (
 )
 
 type node struct {
-	cfg config.SXid
-	dir statefile.Dir
+	cfg  config.SXid
+	dir  statefile.Dir
+	seqs kernlogtest.Seqs
 }
 
 func newNode(t *testing.T) *node {
@@ -23,7 +24,7 @@ func newNode(t *testing.T) *node {
 }
 
 func (n *node) run(s kmsg.Snapshot) []check.Result {
-	return New(n.cfg, n.dir, &kernlogtest.Reader{Snap: s}).Run(context.Background())
+	return New(n.cfg, n.dir, &kernlogtest.Reader{Snap: n.seqs.Number(s)}).Run(context.Background())
 }
 
 func TestCorpus(t *testing.T) {

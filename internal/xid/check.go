@@ -67,7 +67,8 @@ func (c *xidCheck) Run(ctx context.Context) []check.Result {
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("cannot read the XID state, this boot's earlier XIDs are forgotten: %v", err))
 	}
-	events := Events(snap.Lines)
+	lines := snap.Unjudged(st.Through)
+	events := Events(lines)
 	inv, invErr := c.inventory(ctx)
 	if errors.Is(invErr, gpu.ErrNoGPUs) && (snap.Err != nil || len(events) == 0) {
 		// No NVIDIA GPU on the bus and none expected: the kernel log has
@@ -88,6 +89,7 @@ func (c *xidCheck) Run(ctx context.Context) []check.Result {
 		none = msgStarted
 	}
 	results := c.judge(st, inv, invErr, events, true, none)
+	st.Through = kmsg.Mark(lines, st.Through)
 	if err := c.dir.Save(stateFile, st); err != nil {
 		problems = append(problems, fmt.Sprintf("cannot save the XID state, these XIDs will be counted again: %v", err))
 	} else {

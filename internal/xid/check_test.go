@@ -693,3 +693,30 @@ func mustRecords(t *testing.T, m *sim.Machine) []kmsg.Record {
 	}
 	return b.Records
 }
+
+// Lines read again (a job run's pass, whose cursor waits for rules it does
+// not run) are judged once: a warn-class XID is not counted twice.
+func TestLinesReadAgainJudgedOnce(t *testing.T) {
+	m := machine(t, "dgxh100", "gpu2:xid=13")
+	var recs []kmsg.Record
+	for _, s := range m.Kmsg {
+		r, err := kmsg.ParseRecord(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	lines, _ := kmsg.Lines(recs)
+	snap := kmsg.Snapshot{BootID: m.BootID, Lines: lines}
+	dir := statefile.Dir{Path: t.TempDir()}
+	for i, want := range []check.Status{check.Warn, check.OK} {
+		node := gpu.NewNode(m.Server, "", -1, m.Model.Name, gpu.WithBus(m.OnBus))
+		rs := run(New(node, defaults(), dir, &kmsg.Fixed{Snap: snap}))
+		if rs[2].Status != want {
+			t.Errorf("read %d: gpu2 %v %q, want %v", i+1, rs[2].Status, rs[2].Message, want)
+		}
+		if i == 1 && rs[2].Message != "no new XIDs (1 this boot)" {
+			t.Errorf("read again: gpu2 %q, want the XID counted once", rs[2].Message)
+		}
+	}
+}

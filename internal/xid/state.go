@@ -33,6 +33,9 @@ const stateFile = "gpu-xid.json"
 //	jq 'del(.gpus["0000:5d:00.0"])' gpu-xid.json > gpu-xid.new && mv gpu-xid.new gpu-xid.json
 type state struct {
 	BootID string `json:"boot_id"`
+	// Through is the sequence number after the last line judged this boot
+	// (kmsg.Snapshot.Unjudged): lines read again are not counted again.
+	Through uint64 `json:"judged_through,omitempty"`
 	// GPUs is keyed by PCI address ("0000:4e:00.0"), which is what an XID
 	// names and which stays put for a boot; a GPU that fell off the bus
 	// may have no UUID NVML can tell. Entries only live for one boot.

@@ -43,6 +43,23 @@ func Replay(boot string, texts ...string) kmsg.Snapshot {
 	return s
 }
 
+// Seqs numbers the lines of successive snapshots of one node on, as the
+// kernel numbers its records: a node's log only grows within a boot, and
+// the rules skip lines they have judged already (kmsg.Snapshot.Unjudged).
+type Seqs struct{ next uint64 }
+
+// Number renumbers s's lines after the ones numbered before.
+func (q *Seqs) Number(s kmsg.Snapshot) kmsg.Snapshot {
+	lines := make([]kmsg.Line, len(s.Lines))
+	for i, l := range s.Lines {
+		l.Seq = q.next
+		q.next++
+		lines[i] = l
+	}
+	s.Lines = lines
+	return s
+}
+
 // Case is one line of a corpus with its expected verdict.
 type Case struct {
 	Where     string // file:line
