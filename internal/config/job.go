@@ -73,7 +73,7 @@ func KnownChecks() []string {
 		"bandwidth",
 		"fabric.manager", "fabric.sxid",
 		"gpu.config", "gpu.count", "gpu.driver", "gpu.fabric", "gpu.lost", "gpu.memory",
-		"gpu.nvlink", "gpu.pcie", "gpu.power", "gpu.thermal", "gpu.xid",
+		"gpu.nvlink", "gpu.pcie", "gpu.power", "gpu.recovery", "gpu.thermal", "gpu.xid",
 		"host.cpu", "host.kernel", "host.memory", "host.modules", "host.mounts", "host.processes", "host.thermal",
 		"ib.counters", "ib.gdr", "ib.port",
 		"topology",
@@ -83,7 +83,7 @@ func KnownChecks() []string {
 func defaultProlog() Prolog {
 	return Prolog{
 		Budget:         Duration{5 * time.Second},
-		Checks:         []string{"gpu.count", "gpu.lost", "gpu.xid", "gpu.memory", "gpu.fabric", "ib.port", "fabric.manager"},
+		Checks:         []string{"gpu.count", "gpu.lost", "gpu.xid", "gpu.recovery", "gpu.memory", "gpu.fabric", "host.kernel", "fabric.sxid", "ib.port", "fabric.manager"},
 		FullChecks:     []string{"bandwidth"},
 		FullPartitions: []string{},
 		FullBudget:     Duration{60 * time.Second},
@@ -95,7 +95,7 @@ func defaultProlog() Prolog {
 func defaultEpilog() Epilog {
 	return Epilog{
 		Budget:            Duration{10 * time.Second},
-		Checks:            []string{"gpu.count", "gpu.lost", "gpu.xid", "gpu.memory"},
+		Checks:            []string{"gpu.count", "gpu.lost", "gpu.xid", "gpu.recovery", "gpu.memory", "host.kernel", "fabric.sxid"},
 		LockWait:          Duration{time.Second},
 		Leftover:          LeftoverReport,
 		LeftoverMemoryMiB: 1024,

@@ -171,20 +171,19 @@ func (p Program) attribute(r *jobrun.Run, budget time.Duration) []events.Event {
 	if note != "" {
 		fmt.Fprintf(r.P.Stdout, "job %s: %s\n", r.Job.JobID, note)
 	}
-	table := xid.NewTable(r.Cfg.Checks.GPU.XID)
-	for _, x := range xids {
+	verdicts := xid.NewTable(r.Cfg.Checks.GPU.XID).JudgeEach(xids)
+	for i, x := range xids {
 		comp, serial := name(inv, rec, x.PCI)
+		v := verdicts[i]
+		// The catalogue's verdict, its decode included (an NVLink5
+		// Nonfatal 145 is OK, a 154 names the recovery action).
 		ev := events.Event{
 			Kind: events.KindJobXID, Check: xid.Name, Component: comp, Serial: serial, XID: x.XID,
-			Message: mark(r, fmt.Sprintf("XID %d %s during job %s", x.XID, xid.Meaning(x.XID), r.Job.JobID)),
+			Message: mark(r, fmt.Sprintf("%s during job %s", v.Message, r.Job.JobID)),
+			Status:  v.Status.String(),
 		}
-		switch table.Class(x.XID) {
-		case xid.Drain:
-			ev.Status, ev.Action = check.Fail.String(), string(table.Action(x.XID))
-		case xid.Warn:
-			ev.Status = check.Warn.String()
-		default:
-			ev.Status = check.OK.String()
+		if v.Status == check.Fail {
+			ev.Action = string(v.Action)
 		}
 		out = append(out, ev)
 	}

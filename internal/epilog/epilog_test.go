@@ -242,3 +242,22 @@ func TestJobRunsDoNotDrainOnError(t *testing.T) {
 		t.Errorf("calls %q, node %+v", s.Calls(), s.Current())
 	}
 }
+
+// The epilog judges a job's XIDs as gpu.xid does, by NVIDIA's catalogue
+// with its decodes: an NVLink5 Nonfatal 145 (IGNORE) is OK, an XID 154
+// naming "Node Reboot Required" a FAIL whose action is reboot.
+func TestJobXIDsDecoded(t *testing.T) {
+	b, s := jobruntest.NewBed(t, "[checks.thermal]\nenabled = false\n"), jobruntest.NewSlurm("gpu001")
+	runProlog(t, b, s, "--simulate", "dgxb200")
+	runEpilog(t, b, s, nil, jobruntest.Env("epilog_slurmd"), "--simulate", "dgxb200", "--inject", "gpu1:xid=145,gpu2:xid=154")
+	got := map[int]events.Event{}
+	for _, e := range byKind(b.ReadEvents(t), events.KindJobXID) {
+		got[e.XID] = e
+	}
+	if e := got[145]; e.Status != "OK" || e.Action != "" {
+		t.Errorf("XID 145 Nonfatal: %+v, want OK", e)
+	}
+	if e := got[154]; e.Status != "FAIL" || e.Action != "reboot" || !strings.Contains(e.Message, "Node Reboot Required") {
+		t.Errorf("XID 154: %+v, want FAIL reboot naming the recovery action", e)
+	}
+}
