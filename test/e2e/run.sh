@@ -32,6 +32,11 @@
 #     trains at 200 Gb/sec. --print-inventory on gpu001 gives the expected
 #     values; gpu003 is drained through REST with the ib.port reason, gpu001
 #     (same tree, healthy) and gpu002/gpu004 (no HCAs) stay idle.
+#  6. Slurm 24.11 again, real kernel lines (test/e2e/kernlog.sh): each node
+#     replays one line from the evidence corpus with --kernel-log on a
+#     simulated DGX H100: XID 145 Nonfatal stays idle; XID 154 "Node Reboot
+#     Required", a fatal NVSwitch SXid and a PCIe AER fatal error drain
+#     through REST.
 #  spank. The SPANK plugin on both test beds (test/e2e/spank.sh):
 #     --gpu-health=quick|full reaches gpuhc-prolog (its event log has the
 #     job's mode), a bogus value is refused at submit time.
@@ -56,8 +61,8 @@ PROLOG=${GPUHC_PROLOG:-}
 EPILOG=${GPUHC_EPILOG:-}
 ONLY=${GPUHC_E2E_ONLY:-}
 case $ONLY in
-''|22|24|3|4|5|spank|jobs) ;;
-*) echo "e2e: GPUHC_E2E_ONLY=$ONLY: want 22, 24 (scenarios 2 to 5), 3, 4, 5, spank or jobs" >&2; exit 2 ;;
+''|22|24|3|4|5|6|spank|jobs) ;;
+*) echo "e2e: GPUHC_E2E_ONLY=$ONLY: want 22, 24 (scenarios 2 to 6), 3, 4, 5, 6, spank or jobs" >&2; exit 2 ;;
 esac
 # shellcheck source=testbed.sh
 source "$HERE/testbed.sh"
@@ -69,6 +74,8 @@ GPUHC_PROLOG_BIN=${GPUHC_PROLOG_BIN:-$GPUHC_BIN_DIR/gpuhc-prolog}
 source "$HERE/spank.sh"
 # shellcheck source=jobs.sh
 source "$HERE/jobs.sh"
+# shellcheck source=kernlog.sh
+source "$HERE/kernlog.sh"
 
 WAIT=${GPUHC_E2E_WAIT:-30}      # seconds allowed for a drain or a resume
 QUIET_RUNS=3                    # health-check runs that must change nothing
@@ -124,11 +131,12 @@ dump_all() {
 	echo "======== logs (failure)"
 	local d f dirs=()
 	if [[ -n ${RAN22:-} ]]; then dump_logs22 2>&1; dirs+=("$HC22"); fi
-	if [[ -n ${RAN24:-} || -n ${RAN3:-} || -n ${RAN4:-} || -n ${RAN5:-} ]]; then dump_logs24 2>&1; fi
+	if [[ -n ${RAN24:-} || -n ${RAN3:-} || -n ${RAN4:-} || -n ${RAN5:-} || -n ${RAN6:-} ]]; then dump_logs24 2>&1; fi
 	if [[ -n ${RAN24:-} ]]; then dirs+=("$HC24"); fi
 	if [[ -n ${RAN3:-} ]]; then dirs+=("$HC3" "$EV3" "$OUT3"); fi
 	if [[ -n ${RAN4:-} ]]; then dirs+=("$HC4"); fi
 	if [[ -n ${RAN5:-} ]]; then dirs+=("$HC5"); fi
+	if [[ -n ${RAN6:-} ]]; then dirs+=("$HC6" "$HC6/kmsg"); fi
 	if [[ -n ${RAN_SPANK22:-}${RAN_SPANK24:-} ]]; then spank_dump 2>&1; fi
 	if [[ -n ${RAN_JOBS:-} ]]; then jobs_dump 2>&1; fi
 	for d in "${dirs[@]}"; do
@@ -912,5 +920,6 @@ case $ONLY in '' | 24) scenario24 ;; esac
 case $ONLY in '' | 24 | 3) scenario3 ;; esac
 case $ONLY in '' | 24 | 4) scenario4 ;; esac
 case $ONLY in '' | 24 | 5) scenario5 ;; esac
+case $ONLY in '' | 24 | 6) scenario6 ;; esac
 case $ONLY in '' | spank) spank_scenarios ;; esac
 case $ONLY in '' | jobs) RAN_JOBS=1; jobs_scenarios ;; esac
