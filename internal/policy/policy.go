@@ -111,7 +111,7 @@ func (e Engine) Apply(ctx context.Context, results []check.Result, prev State) (
 	switch {
 	case len(failures) > 0:
 		st.HealthyRuns = 0
-		out, err = e.drain(ctx, Reason(failures), &st, &run, now)
+		out, err = e.drain(ctx, failures[0], Reason(failures), &st, &run, now)
 	case check.Worst(results) == check.Error:
 		// Could not check everything: neither healthy nor failing, so the
 		// resume count neither grows nor resets.
@@ -187,7 +187,10 @@ func merged(last, run map[string]check.Status) map[string]check.Status {
 	return out
 }
 
-func (e Engine) drain(ctx context.Context, reason string, st *State, run *Run, now time.Time) (Outcome, error) {
+// named is the failure the reason names: the drain event carries its
+// check, component, serial and suggested action, which is what remediation
+// and an admin reading the event log act on.
+func (e Engine) drain(ctx context.Context, named check.Result, reason string, st *State, run *Run, now time.Time) (Outcome, error) {
 	if e.DryRun {
 		return Outcome{WouldDrain, reason}, nil
 	}
@@ -240,7 +243,9 @@ func (e Engine) drain(ctx context.Context, reason string, st *State, run *Run, n
 	}
 	st.Drained = &Drain{Reason: reason, At: now, By: e.by()}
 	st.Foreign, st.Suppressed = "", ""
-	run.Events = append(run.Events, e.event(now, events.KindDrain, reason, e.Ctl.Backend()))
+	ev := e.event(now, events.KindDrain, reason, e.Ctl.Backend())
+	ev.Check, ev.Component, ev.Serial, ev.Action = named.Check, named.Component, named.IDs.Serial, string(named.Action)
+	run.Events = append(run.Events, ev)
 	if e.stormOn() {
 		if detail, over := e.recount(ctx, reason); over {
 			// Nodes that failed together all saw room; the late ones give

@@ -390,3 +390,28 @@ func TestParseReason(t *testing.T) {
 		t.Errorf("round trip of %q: %q %q %q %v", r, c, comp, m, ok)
 	}
 }
+
+// The drain event names the failure its reason names, with its suggested
+// action: what remediation and an admin reading the event log act on.
+func TestDrainEventCarriesTheFailure(t *testing.T) {
+	e := engine(&fakeSlurm{node: idle()})
+	results := []check.Result{
+		{Check: "host.mounts", Component: "/scratch", Status: check.OK},
+		{Check: "gpu.xid", Component: "gpu3", Status: check.Fail, Action: check.ActionReboot,
+			IDs: check.IDs{Serial: "1654922000003"}, Message: "XID 154 GPU recovery action changed: Node Reboot Required"},
+	}
+	run, err := e.Apply(context.Background(), results, State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range run.Events {
+		if ev.Kind != events.KindDrain {
+			continue
+		}
+		if ev.Check != "gpu.xid" || ev.Component != "gpu3" || ev.Serial != "1654922000003" || ev.Action != "reboot" {
+			t.Errorf("drain event %+v", ev)
+		}
+		return
+	}
+	t.Fatalf("no drain event in %+v", run.Events)
+}

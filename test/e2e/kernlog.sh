@@ -80,8 +80,8 @@ HealthCheckInterval=5
 HealthCheckNodeState=ANY" up24
 	expect "6: --check-config accepts the scenario 6 config (in the chroot)" \
 		s24 "$HC6_IN/gpuhc-healthcheck" --check-config "$HC6_IN/gpuhc.toml"
-	WHY=$(s24 "$HC6_IN/gpuhc-healthcheck" --config "$HC6_IN/gpuhc.toml" --dry-run --simulate dgxh100 \
-		--kernel-log "$HC6_IN/kmsg/gpu002.log" 2>&1 | tail -5)
+	WHY=$(s24 "$HC6_IN/gpuhc-healthcheck" --config "$HC6_IN/gpuhc.toml" --node gpu002 --dry-run --simulate dgxh100 \
+		--kernel-log "$HC6_IN/kmsg/gpu002.log" 2>&1 | tail -5) || true
 	expect "6: a dry run of gpu002's log says it would drain for XID 154, changing nothing" \
 		grep -q 'gpu.xid.*154' <<<"$WHY"
 	touch "$HC6/armed"
