@@ -79,7 +79,7 @@ type Book struct {
 //     lines come again next run rather than be lost with their FAIL.
 func (b Book) Run(ctx context.Context, judge func([]kmsg.Line) []Finding) []check.Result {
 	snap := b.Reader.Snapshot(ctx)
-	st, loadErr := b.load(snap)
+	st, loaded, loadErr := b.load(snap)
 	var problems []string
 	if snap.Trouble != "" {
 		problems = append(problems, snap.Trouble)
@@ -106,7 +106,7 @@ func (b Book) Run(ctx context.Context, judge func([]kmsg.Line) []Finding) []chec
 		healthy = kmsg.Started
 	}
 	results := st.results(touched, healthy)
-	if err := b.Dir.Save(b.File, st); err != nil {
+	if err := b.Dir.SaveChanged(b.File, st, loaded); err != nil {
 		problems = append(problems, fmt.Sprintf("cannot save %s, these lines will be judged again: %v", b.File, err))
 		return withProblems(problems, results)
 	}
@@ -118,20 +118,22 @@ func (b Book) Run(ctx context.Context, judge func([]kmsg.Line) []Finding) []chec
 // another boot, starts afresh; a snapshot without a boot id keeps what is
 // saved (it cannot tell a reboot), unless the log restarted below the
 // cursor, which without a boot id means a reboot.
-func (b Book) load(snap kmsg.Snapshot) (*State, error) {
+func (b Book) load(snap kmsg.Snapshot) (st *State, loaded []byte, err error) {
 	boot := snap.BootID
 	var raw json.RawMessage
-	err := b.Dir.Load(b.File, &raw)
+	err = b.Dir.Load(b.File, &raw)
 	fresh := &State{BootID: boot, Episodes: map[string]*Episode{}}
 	if err != nil && !errors.Is(err, statefile.ErrCorrupt) {
-		return fresh, err
+		return fresh, nil, err
 	}
 	var saved State
 	if err != nil || raw == nil || json.Unmarshal(raw, &saved) != nil {
-		return fresh, nil
+		return fresh, nil, nil
 	}
+	// What SaveChanged compares with: the record as it is on disk.
+	loaded = statefile.Encode(&saved)
 	if (boot != "" && saved.BootID != boot) || (boot == "" && snap.Restarted) {
-		return fresh, nil
+		return fresh, loaded, nil
 	}
 	if saved.Episodes == nil {
 		saved.Episodes = map[string]*Episode{}
@@ -139,7 +141,7 @@ func (b Book) load(snap kmsg.Snapshot) (*State, error) {
 	if boot != "" {
 		saved.BootID = boot
 	}
-	return &saved, nil
+	return &saved, loaded, nil
 }
 
 // add folds one finding into its episode and returns the episode's key.

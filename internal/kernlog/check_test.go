@@ -290,3 +290,27 @@ func TestLinesReadAgainJudgedOnce(t *testing.T) {
 		t.Errorf("old line and a new one: %+v, want the new one counted alone", got)
 	}
 }
+
+// A run with nothing new writes nothing: the record is replaced (a new
+// file, by rename) only when it changed.
+func TestQuietRunWritesNothing(t *testing.T) {
+	n := newNode(t)
+	n.run(replay("b", lockup))
+	path := filepath.Join(n.dir.Path, "host-kernel.json")
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.run(replay("b"))
+	after, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Errorf("a run with no new line rewrote %s", path)
+	}
+	n.run(replay("b", hung))
+	if changed, _ := os.Stat(path); os.SameFile(before, changed) {
+		t.Errorf("a run with a new WARN did not save %s", path)
+	}
+}

@@ -3,6 +3,7 @@
 package statefile
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,4 +50,24 @@ func (d Dir) Save(name string, v any) error {
 		return fmt.Errorf("encode %s: %w", name, err)
 	}
 	return atomicfile.Write(filepath.Join(d.Path, name), append(b, '\n'), atomicfile.State("."+name+".*"))
+}
+
+// Encode is v as Save writes it, nil if it cannot be encoded: what a check
+// keeps of its loaded record to pass to SaveChanged.
+func Encode(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// SaveChanged saves v unless it encodes to before (Encode of the record as
+// loaded; nil always saves). A run that changed nothing then writes and
+// fsyncs nothing: the healthy steady state leaves the disk alone.
+func (d Dir) SaveChanged(name string, v any, before []byte) error {
+	if before != nil && bytes.Equal(Encode(v), before) {
+		return nil
+	}
+	return d.Save(name, v)
 }

@@ -63,7 +63,7 @@ func (c *xidCheck) Run(ctx context.Context) []check.Result {
 	if snap.Trouble != "" {
 		problems = append(problems, snap.Trouble)
 	}
-	st, err := c.load(snap)
+	st, loaded, err := c.load(snap)
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("cannot read the XID state, this boot's earlier XIDs are forgotten: %v", err))
 	}
@@ -90,7 +90,7 @@ func (c *xidCheck) Run(ctx context.Context) []check.Result {
 	}
 	results := c.judge(st, inv, invErr, events, true, none)
 	st.Through = kmsg.Mark(lines, st.Through)
-	if err := c.dir.Save(stateFile, st); err != nil {
+	if err := c.dir.SaveChanged(stateFile, st, loaded); err != nil {
 		problems = append(problems, fmt.Sprintf("cannot save the XID state, these XIDs will be counted again: %v", err))
 	} else {
 		c.log.Judged(Name)
@@ -117,18 +117,23 @@ func withProblems(problems []string, results []check.Result) []check.Result {
 // corrupt one or one of another boot (or of a log that restarted without
 // a boot id: a reboot) is a new boot's empty state; a record that cannot
 // be read at all is an error to report, and the boot starts empty too.
-func (c *xidCheck) load(snap kmsg.Snapshot) (*state, error) {
+func (c *xidCheck) load(snap kmsg.Snapshot) (st *state, loaded []byte, err error) {
 	var raw json.RawMessage
-	err := c.dir.Load(stateFile, &raw)
+	err = c.dir.Load(stateFile, &raw)
 	if err != nil && !errors.Is(err, statefile.ErrCorrupt) {
-		return newState(snap.BootID), err
+		return newState(snap.BootID), nil, err
 	}
 	var saved state
-	if err != nil || raw == nil || json.Unmarshal(raw, &saved) != nil ||
-		saved.BootID != snap.BootID || (snap.Restarted && snap.BootID == "") {
-		return newState(snap.BootID), nil
+	if err != nil || raw == nil || json.Unmarshal(raw, &saved) != nil {
+		return newState(snap.BootID), nil, nil
 	}
-	return &saved, nil
+	// What SaveChanged compares with: the record as it is on disk, even
+	// if this boot starts afresh from it.
+	loaded = statefile.Encode(&saved)
+	if saved.BootID != snap.BootID || (snap.Restarted && snap.BootID == "") {
+		return newState(snap.BootID), loaded, nil
+	}
+	return &saved, loaded, nil
 }
 
 func (c *xidCheck) inventory(ctx context.Context) (*gpu.Inventory, error) {
