@@ -19,9 +19,13 @@ CORPUS=$REPO/testdata/evidence/kernel/corpus.jsonl
 SIM6_ARGS="SIM=\"--simulate dgxh100 --kernel-log $HC6_IN/kmsg/\$SLURMD_NODENAME.log\""
 
 # corpus_pick JQ: the text of the first corpus item (non-synthetic first)
-# matching JQ; empty if none.
+# matching JQ, empty if none; its id and source go to the log.
 corpus_pick() {
-	jq -r -s "[.[] | select($1)] | sort_by(.synthetic) | first | .text // empty" "$CORPUS"
+	local item
+	item=$(jq -c -s "[.[] | select($1)] | sort_by(.synthetic) | first // empty" "$CORPUS")
+	[[ -n $item ]] || return 0
+	say "6: replaying $(jq -r '"\(.id) (\(if .synthetic then "synthetic" else .source end))"' <<<"$item")" >&2
+	jq -r .text <<<"$item"
 }
 
 # write_kmsg6 NODE TEXT: NODE's replayed log, in dmesg's format, after a few
@@ -58,7 +62,7 @@ scenario6() {
 	l145=$(corpus_pick '.check == "gpu.xid" and .status == "OK" and (.text | test("\\): 145, .*Nonfatal"))')
 	l154=$(corpus_pick '.check == "gpu.xid" and .action == "reboot" and (.text | test("\\): 154, .*Node Reboot Required"))')
 	lsxid=$(corpus_pick '.check == "fabric.sxid" and .status == "FAIL"')
-	laer=$(corpus_pick '.check == "host.kernel" and .status == "FAIL" and (.text | test("AER: .*Uncorrected \\(Fatal\\)"))')
+	laer=$(corpus_pick '.check == "host.kernel" and .status == "FAIL" and (.text | test("PCIe Bus Error: severity=Uncorrect[a-z]* \\(Fatal\\)"))')
 	for v in l145 l154 lsxid laer; do
 		[[ -n ${!v} ]] || { fail "6: the corpus has no line for $v"; return; }
 	done
