@@ -124,3 +124,18 @@ func Worst(results []Result) Status {
 	}
 	return w
 }
+
+// Ordinal writes n for a message: 3 as "3rd", 11 as "11th".
+func Ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
+}

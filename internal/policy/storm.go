@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/atomicfile"
+	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/slurm"
 )
 
@@ -244,19 +245,5 @@ func (e Engine) recount(ctx context.Context, reason string) (string, bool) {
 		return "", false
 	}
 	return fmt.Sprintf("%d of %d nodes drained by gpuhc at once (limit %d); gave back this drain, the %s: %s",
-		len(ours), len(nodes), limit, ordinal(rank+1), reason), true
-}
-
-func ordinal(n int) string {
-	suffix := "th"
-	switch {
-	case n%100 >= 11 && n%100 <= 13:
-	case n%10 == 1:
-		suffix = "st"
-	case n%10 == 2:
-		suffix = "nd"
-	case n%10 == 3:
-		suffix = "rd"
-	}
-	return fmt.Sprintf("%d%s", n, suffix)
+		len(ours), len(nodes), limit, check.Ordinal(rank+1), reason), true
 }

@@ -63,7 +63,7 @@ func Tree(t testing.TB, name string) string {
 		}
 		return root
 	}
-	if err := copyTree(src, root); err != nil {
+	if err := CopyTree(src, root); err != nil {
 		t.Fatalf("sysfsfix: copy %s: %v", name, err)
 	}
 	return root
@@ -94,7 +94,9 @@ func testdataDir() string {
 	return filepath.Join(filepath.Dir(file), "testdata")
 }
 
-func copyTree(src, dst string) error {
+// CopyTree copies the tree at src into dst, links kept as links (the
+// kernel's layout: class entries are relative links into devices/).
+func CopyTree(src, dst string) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

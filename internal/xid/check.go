@@ -292,20 +292,5 @@ func (c *xidCheck) escalate(boot, serial string, j judged) (check.Action, string
 	if err != nil || n <= j.EscalateAfter {
 		return j.Action, ""
 	}
-	return check.ActionRMA, fmt.Sprintf(" (%s boot with it: rma)", ordinal(n))
-}
-
-// ordinal writes 3 as "3rd".
-func ordinal(n int) string {
-	suffix := "th"
-	switch {
-	case n%100 >= 11 && n%100 <= 13:
-	case n%10 == 1:
-		suffix = "st"
-	case n%10 == 2:
-		suffix = "nd"
-	case n%10 == 3:
-		suffix = "rd"
-	}
-	return fmt.Sprintf("%d%s", n, suffix)
+	return check.ActionRMA, fmt.Sprintf(" (%s boot with it: rma)", check.Ordinal(n))
 }
