@@ -190,8 +190,8 @@ func TestReadErrorKeepsSticky(t *testing.T) {
 		!strings.Contains(res[0].Message, "cannot read the kernel log: read /dev/kmsg: EIO") || !reflect.DeepEqual(res[1], f) {
 		t.Errorf("read error: %+v", res)
 	}
-	if len(r.Rules) != 0 {
-		t.Errorf("judged %q after a read error", r.Rules)
+	if len(r.JudgedBy()) != 0 {
+		t.Errorf("judged %q after a read error", r.JudgedBy())
 	}
 	// Without a sticky FAIL: the ERROR alone.
 	res, _ = newNode(t).run(kmsg.Snapshot{BootID: "b", Err: errors.New("EIO")})
@@ -206,8 +206,8 @@ func TestFreshStart(t *testing.T) {
 	if got := one(t, res); got.Status != check.OK || got.Message != kmsg.Started {
 		t.Errorf("fresh: %+v", got)
 	}
-	if !slices.Equal(r.Rules, []string{Name}) {
-		t.Errorf("judged %q", r.Rules)
+	if !slices.Equal(r.JudgedBy(), []string{Name}) {
+		t.Errorf("judged %q", r.JudgedBy())
 	}
 	// A fresh cursor in the middle of a boot keeps what the boot holds.
 	f := one(t, must(n.run(replay("b", lockup))))
@@ -219,8 +219,8 @@ func TestFreshStart(t *testing.T) {
 func TestJudgedAndSaved(t *testing.T) {
 	n := newNode(t)
 	_, r := n.run(replay("b", lockup))
-	if !slices.Equal(r.Rules, []string{Name}) {
-		t.Errorf("judged %q", r.Rules)
+	if !slices.Equal(r.JudgedBy(), []string{Name}) {
+		t.Errorf("judged %q", r.JudgedBy())
 	}
 	if _, err := os.Stat(filepath.Join(n.dir.Path, StateFile)); err != nil {
 		t.Error(err)
@@ -248,8 +248,8 @@ func TestSaveError(t *testing.T) {
 	if len(res) != 2 || res[0].Status != check.Error || res[1].Status != check.Fail {
 		t.Errorf("save error: %+v", res)
 	}
-	if len(r.Rules) != 0 {
-		t.Errorf("judged %q although nothing was saved", r.Rules)
+	if len(r.JudgedBy()) != 0 {
+		t.Errorf("judged %q although nothing was saved", r.JudgedBy())
 	}
 }
 

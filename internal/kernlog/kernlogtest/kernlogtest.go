@@ -4,35 +4,17 @@ package kernlogtest
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/kmsg"
 )
 
-// Reader hands out a fixed snapshot and records who judged it. The
-// checks of a run call it concurrently, as they do the real pass.
-type Reader struct {
-	Snap kmsg.Snapshot
-	// Rules lists the names Judged was called with.
-	Rules []string
-	mu    sync.Mutex
-}
-
-// Snapshot returns the fixed snapshot.
-func (f *Reader) Snapshot(context.Context) kmsg.Snapshot { return f.Snap }
-
-// Judged records rule.
-func (f *Reader) Judged(rule string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.Rules = append(f.Rules, rule)
-}
+// Reader hands out a fixed snapshot and records who judged it.
+type Reader = kmsg.Fixed
 
 // Replay is a snapshot of text lines of unknown level, as a replayed log.
 func Replay(boot string, texts ...string) kmsg.Snapshot {
