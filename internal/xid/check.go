@@ -70,11 +70,13 @@ func (c *xidCheck) Run(ctx context.Context) []check.Result {
 	lines := snap.Unjudged(st.Through)
 	events := Events(lines)
 	inv, invErr := c.inventory(ctx)
-	if errors.Is(invErr, gpu.ErrNoGPUs) && (snap.Err != nil || len(events) == 0) {
+	if errors.Is(invErr, gpu.ErrNoGPUs) && (snap.Err != nil || len(events) == 0) && !st.failing() {
 		// No NVIDIA GPU on the bus and none expected: the kernel log has
 		// nothing to say about GPUs, and may not even be readable here.
 		// XID lines in it (a saved log replayed on an admin's machine, a
-		// GPU gone from the bus) are still judged, by PCI address.
+		// GPU gone from the bus) are still judged, by PCI address, and a
+		// GPU that failed this boot and has since left the bus (hot
+		// removed after its XID 79) stays failed.
 		c.log.Judged(Name)
 		return []check.Result{{Check: Name, Component: "host", Status: check.Skip, Message: "no NVIDIA GPU on this node"}}
 	}

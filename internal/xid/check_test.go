@@ -720,3 +720,19 @@ func TestLinesReadAgainJudgedOnce(t *testing.T) {
 		}
 	}
 }
+
+// A GPU that failed this boot and has since left the bus (hot removed
+// after its XID 79, NVML seeing nothing) stays failed: the check does not
+// fall back to "no NVIDIA GPU on this node". Found in review.
+func TestStickyKeptWhenTheBusEmpties(t *testing.T) {
+	dir := statefile.Dir{Path: t.TempDir()}
+	lib := &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_DRIVER_NOT_LOADED }}
+	node := func() *gpu.Node { return gpu.NewNode(lib, t.TempDir(), -1, "") }
+	log := []string{"6,0,1,-;Linux version 6.1.0", "4,1,2,-;NVRM: Xid (PCI:0000:4e:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."}
+	for i := range 2 {
+		rs := run(newPass(node(), defaults(), dir, kmsg.SimulatedSource(log, "b", 0)))
+		if len(rs) != 1 || rs[0].Component != "0000:4e:00.0" || rs[0].Status != check.Fail || rs[0].Action != check.ActionReboot {
+			t.Errorf("run %d: %+v, want the sticky XID 79 FAIL", i+1, rs)
+		}
+	}
+}

@@ -75,3 +75,13 @@ func (s *state) gpu(pci string) *gpuState {
 	}
 	return g
 }
+
+// failing reports whether a GPU has a sticky FAIL this boot.
+func (s *state) failing() bool {
+	for _, g := range s.GPUs {
+		if g.Fail != nil {
+			return true
+		}
+	}
+	return false
+}
