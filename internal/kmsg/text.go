@@ -22,6 +22,9 @@ import (
 //	kern  :warn  : [  219.470123] text              dmesg -x
 //	[  219.470123] text                              dmesg
 //	[Tue Mar  5 22:23:56 2024] text                  dmesg -T
+//	2024-03-05T22:23:56,123456+00:00 text            dmesg --time-format=iso
+//	[  219.470123][  T298] text                      any of these with the caller (CONFIG_PRINTK_CALLER)
+//	[  219.470123] host kernel: text                 journalctl -k -o short-monotonic
 //	Mar  5 22:23:56 host kernel: [  219.47] text     syslog, journalctl -k (short, short-precise)
 //	2024-03-05T22:23:56.123456+00:00 host kernel: text   RFC 3339 syslog, journalctl -o short-iso
 //	NVRM: Xid (PCI:0000:3b:00): 79, ...              a bare kernel line, as pasted in bug reports
@@ -45,6 +48,14 @@ var (
 	// "2024-03-05T22:23:56.123456+00:00 host prog[pid]: text" (RFC 3339
 	// syslog, journalctl -o short-iso and short-iso-precise).
 	isoSyslog = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})? (\S+) ([^\s:\[]+)(?:\[[0-9]+\])?: ?(.*)$`)
+	// "2024-03-05T22:23:56,123456+00:00 text" (dmesg --time-format=iso):
+	// a comma before the fraction and no host, unlike RFC 3339 syslog.
+	isoDmesg = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]+(?:Z|[+-][0-9]{2}:?[0-9]{2})? (.*)$`)
+	// "[  T298]" or "[  C12]" after the timestamp: the caller, which
+	// CONFIG_PRINTK_CALLER kernels print (and record as caller=T298).
+	callerID = regexp.MustCompile(`^ ?\[ *([TC][0-9]+)\] ?(.*)$`)
+	// "host kernel: text" after journalctl -o short-monotonic's timestamp.
+	monoHost = regexp.MustCompile(`^\S+ kernel: (.*)$`)
 	// A /dev/kmsg record's header: "PRI,SEQ,TS[,FLAGS...];".
 	recordHead = regexp.MustCompile(`^[0-9]{1,5},[0-9]{1,20},[0-9]{1,20}(?:,[^;]*)?;`)
 	// A dictionary line after a record: " SUBSYSTEM=pci".
@@ -82,6 +93,8 @@ func ParseText(line string) (r Record, ok bool) {
 		}
 	}
 	switch m := bsdSyslog.FindStringSubmatch(line); {
+	case m == nil && isoDmesg.MatchString(line):
+		line = isoDmesg.FindStringSubmatch(line)[1]
 	case m != nil:
 		if m[2] != "kernel" {
 			return Record{}, false
@@ -98,8 +111,14 @@ func ParseText(line string) (r Record, ok bool) {
 	if m := monotonic.FindStringSubmatch(line); m != nil {
 		r.TimeUsec = usec(m[1], m[2])
 		line = m[3]
+		if m := monoHost.FindStringSubmatch(line); m != nil {
+			line = m[1]
+		}
 	} else if m := wallClock.FindStringSubmatch(line); m != nil {
 		line = m[1]
+	}
+	if m := callerID.FindStringSubmatch(line); m != nil {
+		r.Caller, line = m[1], m[2]
 	}
 	r.Text = line
 	return r, true
