@@ -13,7 +13,7 @@ func BenchmarkPortAndCounters(b *testing.B) {
 	root := sysfsfix.Tree(b, sysfsfix.H100NDR)
 	setBoot(b, root, bootA)
 	st := statefile.Dir{Path: b.TempDir()}
-	port, counters := NewPort(root, h100Config()), NewCounters(root, h100Config(), st)
+	port, counters := NewPort(NewGather(root), h100Config()), NewCounters(root, NewGather(root), h100Config(), st)
 	run(b, counters) // the baseline
 	for b.Loop() {
 		run(b, port)
