@@ -55,7 +55,7 @@ func (g *Gather) Devices(ctx context.Context) (Devices, error) {
 		}
 		if err := ctx.Err(); err != nil {
 			g.mu.Unlock()
-			return Devices{}, fmt.Errorf("discover RDMA devices: %w", err)
+			return Devices{}, fmt.Errorf("not scanned: %w", err)
 		}
 		if busy := g.busy; busy != nil {
 			g.mu.Unlock()
@@ -63,7 +63,7 @@ func (g *Gather) Devices(ctx context.Context) (Devices, error) {
 			case <-busy:
 				continue // kept, or cut short: look again
 			case <-ctx.Done():
-				return Devices{}, fmt.Errorf("discover RDMA devices: still being scanned for another check: %w", ctx.Err())
+				return Devices{}, fmt.Errorf("still being scanned for another check: %w", ctx.Err())
 			}
 		}
 		busy := make(chan struct{})
