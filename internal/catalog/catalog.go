@@ -34,6 +34,10 @@ type Env struct {
 	// Nil: a log that cannot be read (the rules report ERROR).
 	Kernel *kmsg.Log
 	State  statefile.Dir
+	// IB is the run's one scan of the RDMA devices, shared by the checks
+	// that judge them (see fabricChecks). Nil: each Tasks call gathers
+	// its own under cfg.Root.
+	IB *ib.Gather
 }
 
 type entry struct {
@@ -142,19 +146,26 @@ func kernelChecks(cfg config.Config, env Env) []entry {
 
 // fabricChecks are the InfiniBand/RoCE, Fabric Manager and GPU<->NIC
 // placement checks (design.md §5-6). They read sysfs under cfg.Root and
-// use the GPU node, when there is one, to know which GPUs exist.
+// use the GPU node, when there is one, to know which GPUs exist. All of
+// them judge one scan of the RDMA devices (env.IB, or one gathered here):
+// the RDMA class is walked and each ConnectX function's VPD read once a
+// run, whichever of them runs first.
 func fabricChecks(cfg config.Config, env Env) []entry {
 	c, root, st := cfg.Checks, cfg.Root, env.State
 	gpus := topology.FromBus(root)
 	if env.GPU != nil {
 		gpus = topology.FromNode(env.GPU)
 	}
+	devs := env.IB
+	if devs == nil {
+		devs = ib.NewGather(root)
+	}
 	return []entry{
-		{c.IB.Port.Common, func() check.Check { return ib.NewPort(root, c.IB) }},
-		{c.IB.Counters.Common, func() check.Check { return ib.NewCounters(root, c.IB, st) }},
-		{c.IB.GDR.Common, func() check.Check { return ib.NewGDR(root, c.IB, countGPUs(env.GPU)) }},
-		{c.Fabric.Manager.Common, func() check.Check { return fabric.NewManager(root, c.Fabric.Manager, env.GPU, st) }},
-		{c.Topology.Common, func() check.Check { return topology.New(root, c.Topology, c.IB.Exclude, gpus) }},
+		{c.IB.Port.Common, func() check.Check { return ib.NewPort(devs, c.IB) }},
+		{c.IB.Counters.Common, func() check.Check { return ib.NewCounters(root, devs, c.IB, st) }},
+		{c.IB.GDR.Common, func() check.Check { return ib.NewGDR(root, devs, c.IB, countGPUs(env.GPU)) }},
+		{c.Fabric.Manager.Common, func() check.Check { return fabric.NewManager(root, devs, c.Fabric.Manager, env.GPU, st) }},
+		{c.Topology.Common, func() check.Check { return topology.New(root, devs, c.Topology, c.IB.Exclude, gpus) }},
 	}
 }
 

@@ -46,6 +46,7 @@ const restartSlack = 2 * time.Second
 
 type manager struct {
 	root  string
+	devs  *ib.Gather
 	cfg   config.FabricManager
 	node  *gpu.Node
 	state statefile.Dir
@@ -57,12 +58,13 @@ type manager struct {
 }
 
 // NewManager is the fabric.manager check. root prefixes /proc, /sys, /run
-// and the log paths ("/" on a node); n is the GPU side (nil, or a node
-// without GPUs, leaves the fabric registration out); st keeps the log
-// cursor and what must hold between runs (never written when
-// st.ReadOnly, as in a dry run).
-func NewManager(root string, c config.FabricManager, n *gpu.Node, st statefile.Dir) check.Check {
-	m := &manager{root: root, cfg: c, node: n, state: st, loc: time.Local}
+// and the log paths ("/" on a node); devs is the run's scan of the RDMA
+// devices, among which an NVLink5 board's NVSwitch management functions
+// are found; n is the GPU side (nil, or a node without GPUs, leaves the
+// fabric registration out); st keeps the log cursor and what must hold
+// between runs (never written when st.ReadOnly, as in a dry run).
+func NewManager(root string, devs *ib.Gather, c config.FabricManager, n *gpu.Node, st statefile.Dir) check.Check {
+	m := &manager{root: root, devs: devs, cfg: c, node: n, state: st, loc: time.Local}
 	for _, p := range c.FatalPatterns {
 		re, err := regexp.Compile(p)
 		if err != nil {
@@ -157,7 +159,7 @@ func (m *manager) findFabric(ctx context.Context) (fabric, []check.Result) {
 	// NVLink5 baseboards show no NVSwitch on the PCI bus: their switches
 	// are reached through ConnectX management functions, which the IB
 	// discovery sets apart.
-	devs, err := ib.Scan(ctx, m.root)
+	devs, err := m.devs.Devices(ctx)
 	switch {
 	case err != nil:
 		return fabric{}, result(check.Error, "no NVSwitch on the PCI bus, and cannot list RDMA devices: %v", err)

@@ -7,13 +7,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuhc/gpuhc/internal/catalog"
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/ib"
 	"github.com/gpuhc/gpuhc/internal/topology"
 )
 
-// inventoryWait bounds --print-inventory: NVML start plus two sysfs walks.
+// inventoryWait bounds --print-inventory: NVML start plus a sysfs walk.
 const inventoryWait = 30 * time.Second
 
 // printInventory writes, for bring-up, the configuration a known-good node
@@ -30,7 +31,7 @@ func (p Program) printInventory(node string, cfg config.Config, o options) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), inventoryWait)
 	defer cancel()
-	frag, err := inventory(ctx, cfg, env.GPU)
+	frag, err := inventory(ctx, cfg, env)
 	if err != nil {
 		fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: inventory: %v\n", err)
 		return ExitInternal
@@ -48,7 +49,8 @@ func (p Program) printInventory(node string, cfg config.Config, o options) int {
 
 // inventory is the fragment itself: [checks.gpu.count], [checks.ib.port]
 // and [checks.topology], each loadable as it stands.
-func inventory(ctx context.Context, cfg config.Config, n *gpu.Node) (string, error) {
+func inventory(ctx context.Context, cfg config.Config, env catalog.Env) (string, error) {
+	n := env.GPU
 	var b strings.Builder
 	gpus := topology.FromBus(cfg.Root)
 	b.WriteString("[checks.gpu.count]\n")
@@ -64,11 +66,16 @@ func inventory(ctx context.Context, cfg config.Config, n *gpu.Node) (string, err
 			fmt.Fprintf(&b, "# %s driver %s\nexpected = %d\n", gpuNames(inv), inv.Driver, len(inv.GPUs))
 		}
 	}
-	ibFrag, err := ib.Fragment(ctx, cfg.Root, cfg.Checks.IB.Exclude)
+	// Both fragments describe one scan of the RDMA devices.
+	devs := env.IB
+	if devs == nil {
+		devs = ib.NewGather(cfg.Root)
+	}
+	ibFrag, err := ib.Fragment(ctx, devs, cfg.Checks.IB.Exclude)
 	if err != nil {
 		return "", err
 	}
-	topoFrag, err := topology.Fragment(ctx, cfg.Root, cfg.Checks.IB.Exclude, gpus)
+	topoFrag, err := topology.Fragment(ctx, cfg.Root, devs, cfg.Checks.IB.Exclude, gpus)
 	if err != nil {
 		return "", fmt.Errorf("GPU/NIC pairing: %w", err)
 	}

@@ -60,6 +60,7 @@ type countersState struct {
 
 type countersCheck struct {
 	root  string
+	devs  *Gather
 	cfg   config.IB
 	state statefile.Dir
 }
@@ -73,9 +74,10 @@ type countersCheck struct {
 // not keep a node drained until someone clears them; one found there with
 // no baseline WARNs once and is quiet after (the record keeps it), as a
 // healthy node can show a 4-bit counter at 15. A device without a PMA
-// ("N/A (no PMA)", iWARP) is SKIP.
-func NewCounters(root string, c config.IB, st statefile.Dir) check.Check {
-	return &countersCheck{root: root, cfg: c, state: st}
+// ("N/A (no PMA)", iWARP) is SKIP. devs is the run's scan of the RDMA
+// devices; their counters and the boot id are read under root.
+func NewCounters(root string, devs *Gather, c config.IB, st statefile.Dir) check.Check {
+	return &countersCheck{root: root, devs: devs, cfg: c, state: st}
 }
 
 func (c *countersCheck) Name() string { return nameCounters }
@@ -95,7 +97,7 @@ func (c *countersCheck) bootID() (string, error) {
 }
 
 func (c *countersCheck) Run(ctx context.Context) []check.Result {
-	devs, stop, ok := listHCAs(ctx, c.root, nameCounters)
+	devs, stop, ok := listHCAs(ctx, c.devs, nameCounters)
 	if !ok {
 		return []check.Result{stop}
 	}

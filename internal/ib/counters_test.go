@@ -161,11 +161,11 @@ func TestCounters(t *testing.T) {
 			if tc.before != nil {
 				tc.before(t, root)
 			}
-			expect(t, nameCounters, run(t, NewCounters(root, tc.cfg, st)), map[string]want{"*": {check.OK, "baseline recorded"}})
+			expect(t, nameCounters, run(t, NewCounters(root, NewGather(root), tc.cfg, st)), map[string]want{"*": {check.OK, "baseline recorded"}})
 			if tc.fault != nil {
 				tc.fault(t, root)
 			}
-			expect(t, nameCounters, run(t, NewCounters(root, tc.cfg, st)), tc.want)
+			expect(t, nameCounters, run(t, NewCounters(root, NewGather(root), tc.cfg, st)), tc.want)
 		})
 	}
 }
@@ -239,9 +239,9 @@ func TestCountersSaturation(t *testing.T) {
 			setBoot(t, root, bootA)
 			st := statefile.Dir{Path: t.TempDir()}
 			sysfsfix.Set(t, root, counter("mlx5_3", tc.counter), tc.before)
-			expect(t, nameCounters, run(t, NewCounters(root, tc.cfg, st)), tc.first)
+			expect(t, nameCounters, run(t, NewCounters(root, NewGather(root), tc.cfg, st)), tc.first)
 			sysfsfix.Set(t, root, counter("mlx5_3", tc.counter), tc.after)
-			expect(t, nameCounters, run(t, NewCounters(root, tc.cfg, st)), tc.second)
+			expect(t, nameCounters, run(t, NewCounters(root, NewGather(root), tc.cfg, st)), tc.second)
 		})
 	}
 }
@@ -272,7 +272,7 @@ func TestCountersPeggedOnFirstSight(t *testing.T) {
 	}
 	for i, s := range steps {
 		sysfsfix.Set(t, root, ebo, s.value)
-		rs := run(t, NewCounters(root, h100Config(), st))
+		rs := run(t, NewCounters(root, NewGather(root), h100Config(), st))
 		expect(t, nameCounters, rs, s.want)
 		if i == 0 {
 			for _, r := range rs {
@@ -306,7 +306,7 @@ func TestCountersKeepLastGoodValues(t *testing.T) {
 	root := sysfsfix.Tree(t, sysfsfix.RoCE)
 	setBoot(t, root, bootA)
 	st := statefile.Dir{Path: t.TempDir()}
-	c := NewCounters(root, defaults(), st)
+	c := NewCounters(root, NewGather(root), defaults(), st)
 	run(t, c)
 	sysfsfix.Set(t, root, counter("mlx5_1", "symbol_error"), "garbage")
 	expect(t, nameCounters, run(t, c), map[string]want{"mlx5_1/1": {check.Error, "not a count"}, "*": {check.OK, "within limits"}})
@@ -327,7 +327,7 @@ func TestCountersState(t *testing.T) {
 		root := sysfsfix.Tree(t, sysfsfix.RoCE)
 		setBoot(t, root, bootA)
 		dir := t.TempDir()
-		c := NewCounters(root, defaults(), statefile.Dir{Path: dir, ReadOnly: true})
+		c := NewCounters(root, NewGather(root), defaults(), statefile.Dir{Path: dir, ReadOnly: true})
 		for range 2 {
 			expect(t, nameCounters, run(t, c), map[string]want{"*": {check.OK, "baseline recorded"}})
 		}
@@ -339,10 +339,10 @@ func TestCountersState(t *testing.T) {
 		root := sysfsfix.Tree(t, sysfsfix.RoCE)
 		setBoot(t, root, bootA)
 		dir := t.TempDir()
-		run(t, NewCounters(root, defaults(), statefile.Dir{Path: dir}))
+		run(t, NewCounters(root, NewGather(root), defaults(), statefile.Dir{Path: dir}))
 		before, _ := os.ReadFile(filepath.Join(dir, countersStateFile))
 		sysfsfix.Set(t, root, counter("mlx5_0", "symbol_error"), "99")
-		dry := NewCounters(root, defaults(), statefile.Dir{Path: dir, ReadOnly: true})
+		dry := NewCounters(root, NewGather(root), defaults(), statefile.Dir{Path: dir, ReadOnly: true})
 		expect(t, nameCounters, run(t, dry), map[string]want{"mlx5_0/1": {check.Fail, "symbol_error +99"}, "*": {check.OK, ""}})
 		after, _ := os.ReadFile(filepath.Join(dir, countersStateFile))
 		if string(before) != string(after) {
@@ -353,13 +353,13 @@ func TestCountersState(t *testing.T) {
 		root := sysfsfix.Tree(t, sysfsfix.H100NDR)
 		setBoot(t, root, bootA)
 		st := statefile.Dir{Path: t.TempDir()}
-		run(t, NewCounters(root, h100Config(), st))
+		run(t, NewCounters(root, NewGather(root), h100Config(), st))
 		s := load(t, st)
 		if s.BootID != bootA || len(s.Ports) != 8 || s.Ports["mlx5_8/1"] != nil || len(s.Ports["mlx5_3/1"]) != len(portCounters) {
 			t.Fatalf("record %+v", s)
 		}
 		sysfsfix.RemoveHCA(t, root, "mlx5_3")
-		expect(t, nameCounters, run(t, NewCounters(root, h100Config(), st)), map[string]want{"*": {check.OK, "within limits"}})
+		expect(t, nameCounters, run(t, NewCounters(root, NewGather(root), h100Config(), st)), map[string]want{"*": {check.OK, "within limits"}})
 		if s := load(t, st); len(s.Ports) != 7 || s.Ports["mlx5_3/1"] != nil {
 			t.Errorf("vanished port kept: %+v", s)
 		}
@@ -370,7 +370,7 @@ func TestCountersState(t *testing.T) {
 		dir := t.TempDir()
 		writeFile(t, dir, countersStateFile, "{not json")
 		st := statefile.Dir{Path: dir}
-		expect(t, nameCounters, run(t, NewCounters(root, defaults(), st)), map[string]want{"*": {check.OK, "baseline recorded"}})
+		expect(t, nameCounters, run(t, NewCounters(root, NewGather(root), defaults(), st)), map[string]want{"*": {check.OK, "baseline recorded"}})
 		if s := load(t, st); len(s.Ports) != 4 {
 			t.Errorf("record not replaced: %+v", s)
 		}
@@ -380,14 +380,14 @@ func TestCountersState(t *testing.T) {
 		setBoot(t, root, bootA)
 		dir := filepath.Join(t.TempDir(), "file")
 		writeFile(t, dir, "", "")
-		rs := run(t, NewCounters(root, defaults(), statefile.Dir{Path: dir}))
+		rs := run(t, NewCounters(root, NewGather(root), defaults(), statefile.Dir{Path: dir}))
 		expect(t, nameCounters, rs, map[string]want{"host": {check.Error, "cannot keep IB counters"}, "*": {check.OK, "baseline"}})
 	})
 	t.Run("no RDMA devices: skip, nothing written", func(t *testing.T) {
 		root := t.TempDir()
 		setBoot(t, root, bootA)
 		dir := t.TempDir()
-		expect(t, nameCounters, run(t, NewCounters(root, defaults(), statefile.Dir{Path: dir})),
+		expect(t, nameCounters, run(t, NewCounters(root, NewGather(root), defaults(), statefile.Dir{Path: dir})),
 			map[string]want{"host": {check.Skip, "no RDMA devices"}})
 		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 			t.Errorf("wrote %v", ents)
@@ -395,7 +395,7 @@ func TestCountersState(t *testing.T) {
 	})
 	t.Run("cancelled", func(t *testing.T) {
 		root := sysfsfix.Tree(t, sysfsfix.RoCE)
-		rs := NewCounters(root, defaults(), statefile.Dir{Path: t.TempDir()}).Run(cancelled())
+		rs := NewCounters(root, NewGather(root), defaults(), statefile.Dir{Path: t.TempDir()}).Run(cancelled())
 		expect(t, nameCounters, rs, map[string]want{"host": {check.Error, "interrupted"}})
 	})
 }
@@ -405,7 +405,7 @@ func TestCountersStateBounded(t *testing.T) {
 	root := sysfsfix.Tree(t, sysfsfix.RoCE)
 	setBoot(t, root, bootA)
 	dir := t.TempDir()
-	c := NewCounters(root, defaults(), statefile.Dir{Path: dir})
+	c := NewCounters(root, NewGather(root), defaults(), statefile.Dir{Path: dir})
 	var size int64
 	for i := range 5 {
 		sysfsfix.Set(t, root, counter("mlx5_0", "port_xmit_discards"), strconv.Itoa(i))
@@ -425,7 +425,8 @@ func TestCountersStateBounded(t *testing.T) {
 // or an odd kernel without a boot id must not turn it into an ERROR.
 func TestCountersNoDevicesNoBootID(t *testing.T) {
 	st := statefile.Dir{Path: t.TempDir()}
-	rs := run(t, NewCounters(t.TempDir(), defaults(), st))
+	root := t.TempDir()
+	rs := run(t, NewCounters(root, NewGather(root), defaults(), st))
 	if len(rs) != 1 || rs[0].Status != check.Skip {
 		t.Fatalf("results %+v, want one SKIP", rs)
 	}
@@ -440,7 +441,7 @@ func TestCountersSteadyStateWritesNothing(t *testing.T) {
 	root := sysfsfix.Tree(t, sysfsfix.H100NDR)
 	setBoot(t, root, bootA)
 	dir := t.TempDir()
-	c := NewCounters(root, defaults(), statefile.Dir{Path: dir})
+	c := NewCounters(root, NewGather(root), defaults(), statefile.Dir{Path: dir})
 	inode := func() uint64 {
 		t.Helper()
 		fi, err := os.Stat(filepath.Join(dir, countersStateFile))

@@ -72,13 +72,6 @@ type Devices struct {
 	VPDErrs []error
 }
 
-// Discover lists the HCAs under root, as Scan does, without the NVSwitch
-// management devices.
-func Discover(ctx context.Context, root string) ([]HCA, error) {
-	d, err := Scan(ctx, root)
-	return d.HCAs, err
-}
-
 // Scan lists RDMA devices and their ports under root, sorted by name
 // and port, and sets the NVSwitch management devices apart. With root "/"
 // the device and port lists come from github.com/Mellanox/rdmamap; any
@@ -88,7 +81,8 @@ func Discover(ctx context.Context, root string) ([]HCA, error) {
 // /sys/class/infiniband has no HCAs.
 //
 // This is the one place devices are told apart, so that no check counts
-// an NVSwitch management port as an HCA.
+// an NVSwitch management port as an HCA. A run scans once, through a
+// Gather that every consumer shares.
 func Scan(ctx context.Context, root string) (Devices, error) {
 	class := filepath.Join(root, classDir)
 	if _, err := os.Stat(class); errors.Is(err, fs.ErrNotExist) {

@@ -36,7 +36,7 @@ func TestDiscoverTrees(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.tree, func(t *testing.T) {
-			hs, err := Discover(context.Background(), sysfsfix.Tree(t, tc.tree))
+			hs, err := discover(context.Background(), sysfsfix.Tree(t, tc.tree))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +89,7 @@ func TestDiscoverGarbage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root := sysfsfix.Tree(t, sysfsfix.H100NDR)
 			tc.fault(t, root)
-			hs, err := Discover(context.Background(), root)
+			hs, err := discover(context.Background(), root)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestDiscoverGarbage(t *testing.T) {
 
 func TestDiscoverEdges(t *testing.T) {
 	t.Run("no infiniband class", func(t *testing.T) {
-		hs, err := Discover(context.Background(), t.TempDir())
+		hs, err := discover(context.Background(), t.TempDir())
 		if hs != nil || err != nil {
 			t.Errorf("got %v, %v; want nil, nil", hs, err)
 		}
@@ -123,20 +123,20 @@ func TestDiscoverEdges(t *testing.T) {
 	t.Run("non-numeric port entry ignored", func(t *testing.T) {
 		root := sysfsfix.Tree(t, sysfsfix.RoCE)
 		writeFile(t, root, sysfsfix.PortDir("mlx5_1", 1)+"/../README", "x")
-		hs, err := Discover(context.Background(), root)
+		hs, err := discover(context.Background(), root)
 		if err != nil || len(hs[1].Ports) != 1 {
 			t.Errorf("got %+v, %v", hs[1], err)
 		}
 	})
 	t.Run("cancelled", func(t *testing.T) {
-		if _, err := Discover(cancelled(), sysfsfix.Tree(t, sysfsfix.RoCE)); err == nil {
+		if _, err := discover(cancelled(), sysfsfix.Tree(t, sysfsfix.RoCE)); err == nil {
 			t.Error("no error with a cancelled context")
 		}
 	})
 	t.Run("unreadable class dir", func(t *testing.T) {
 		root := t.TempDir()
 		writeFile(t, root, classDir, "not a directory")
-		if _, err := Discover(context.Background(), root); err == nil {
+		if _, err := discover(context.Background(), root); err == nil {
 			t.Error("no error for a class path that is a file")
 		}
 	})

@@ -24,12 +24,15 @@ import (
 // 200 Gb/s fails although the bond runs at 200. Where ports of one layer
 // differ in rate, the lowest is pinned (the node passes as it is) and a
 // WARNING comment names the slow ones: look before pasting.
-func Fragment(ctx context.Context, root string, exclude []string) (string, error) {
-	devs, err := Scan(ctx, root)
+//
+// devs is the run's scan of the RDMA devices (the topology fragment
+// shares it).
+func Fragment(ctx context.Context, devs *Gather, exclude []string) (string, error) {
+	d, err := devs.Devices(ctx)
 	if err != nil {
 		return "", fmt.Errorf("inventory of RDMA devices: %w", err)
 	}
-	all := devs.HCAs
+	all := d.HCAs
 	hcas, _ := physical(included(all, exclude))
 	var b strings.Builder
 	b.WriteString("# RDMA devices and ports as seen now; ib.port passes with these values.\n")
@@ -48,10 +51,10 @@ func Fragment(ctx context.Context, root string, exclude []string) (string, error
 		}
 		describe(&b, h, note, exclude)
 	}
-	for _, h := range devs.SwitchMgmt {
+	for _, h := range d.SwitchMgmt {
 		describe(&b, h, " (NVSwitch management, VPD SMDL=SW_MNG: not an HCA, not counted)", nil)
 	}
-	for _, err := range devs.VPDErrs {
+	for _, err := range d.VPDErrs {
 		fmt.Fprintf(&b, "# WARNING: %s; counted as an HCA\n", printable(errText(err)))
 	}
 

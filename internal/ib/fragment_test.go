@@ -40,7 +40,7 @@ func TestFragment(t *testing.T) {
 			if tc.tree != "" {
 				root = sysfsfix.Tree(t, tc.tree)
 			}
-			frag, err := Fragment(context.Background(), root, tc.exclude)
+			frag, err := Fragment(context.Background(), NewGather(root), tc.exclude)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +55,7 @@ func TestFragment(t *testing.T) {
 			}
 			got.Port.Common = config.Default().Checks.IB.Port.Common
 			got.Exclude = tc.exclude
-			rs := run(t, NewPort(root, got))
+			rs := run(t, NewPort(NewGather(root), got))
 			for _, r := range rs {
 				checktest.Holds(t, r, checktest.WellFormed(namePort))
 				if r.Status != check.OK && r.Status != check.Skip {
@@ -75,7 +75,7 @@ func TestFragmentInactivePort(t *testing.T) {
 	root := sysfsfix.Tree(t, sysfsfix.A100HDR)
 	sysfsfix.Set(t, root, sysfsfix.PortDir("mlx5_7", 1)+"/state", "1: DOWN")
 	sysfsfix.Set(t, root, sysfsfix.PortDir("mlx5_7", 1)+"/phys_state", "2: Polling")
-	frag, err := Fragment(context.Background(), root, nil)
+	frag, err := Fragment(context.Background(), NewGather(root), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,14 +90,14 @@ func TestFragmentInactivePort(t *testing.T) {
 	if !strings.Contains(frag, "port 1: DOWN Polling") || !strings.Contains(frag, "# Not ACTIVE: mlx5_7/1.") {
 		t.Errorf("down port not shown:\n%s", frag)
 	}
-	rs := run(t, NewPort(root, cfg.Checks.IB))
+	rs := run(t, NewPort(NewGather(root), cfg.Checks.IB))
 	expect(t, namePort, rs, map[string]want{"mlx5_7/1": {check.Warn, "state DOWN (phys Polling)"}, "*": {check.OK, ""}})
 }
 
 func TestFragmentError(t *testing.T) {
 	root := t.TempDir()
 	writeFile(t, root, classDir, "x")
-	if _, err := Fragment(context.Background(), root, nil); err == nil {
+	if _, err := Fragment(context.Background(), NewGather(root), nil); err == nil {
 		t.Error("no error")
 	}
 }
@@ -107,7 +107,7 @@ func TestFragmentError(t *testing.T) {
 // reboot. They are listed, marked as not counted.
 func TestFragmentVirtual(t *testing.T) {
 	root := withVirtual(t)
-	frag, err := Fragment(context.Background(), root, []string{"mlx5_8"})
+	frag, err := Fragment(context.Background(), NewGather(root), []string{"mlx5_8"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestFragmentVirtual(t *testing.T) {
 	for _, d := range []string{"mlx5_9", "mlx5_10", "mlx5_11"} {
 		removeVirtual(t, root, d)
 	}
-	expect(t, namePort, run(t, NewPort(root, c)), map[string]want{
+	expect(t, namePort, run(t, NewPort(NewGather(root), c)), map[string]want{
 		"host": {check.OK, "8 HCAs, 8 of 8 ports active (1 excluded)"},
 		"*":    {check.OK, ""},
 	})

@@ -15,6 +15,7 @@ import (
 
 type gdrCheck struct {
 	root string
+	devs *Gather
 	cfg  config.IB
 	gpus func(context.Context) (int, error)
 }
@@ -23,9 +24,10 @@ type gdrCheck struct {
 // or the older nv_peer_mem it replaced as a drop-in) is loaded or built in
 // where GPUs and RDMA devices are both present. gpus counts the node's GPUs (the NVML
 // inventory, or a simulated node's); nil counts NVIDIA GPUs on the PCI bus
-// under root.
-func NewGDR(root string, c config.IB, gpus func(context.Context) (int, error)) check.Check {
-	return &gdrCheck{root: root, cfg: c, gpus: gpus}
+// under root. devs is the run's scan of the RDMA devices; root prefixes
+// /sys/module, /proc/modules and the PCI bus.
+func NewGDR(root string, devs *Gather, c config.IB, gpus func(context.Context) (int, error)) check.Check {
+	return &gdrCheck{root: root, devs: devs, cfg: c, gpus: gpus}
 }
 
 func (c *gdrCheck) Name() string { return nameGDR }
@@ -36,7 +38,7 @@ func (c *gdrCheck) Run(ctx context.Context) []check.Result {
 }
 
 func (c *gdrCheck) judge(ctx context.Context) check.Result {
-	devs, stop, ok := listHCAs(ctx, c.root, nameGDR)
+	devs, stop, ok := listHCAs(ctx, c.devs, nameGDR)
 	switch {
 	case !ok:
 		return stop

@@ -68,7 +68,7 @@ func TestGDR(t *testing.T) {
 			if tc.fault != nil {
 				tc.fault(t, root)
 			}
-			expect(t, nameGDR, run(t, NewGDR(root, defaults(), tc.gpus)), map[string]want{"host": tc.want})
+			expect(t, nameGDR, run(t, NewGDR(root, NewGather(root), defaults(), tc.gpus)), map[string]want{"host": tc.want})
 		})
 	}
 }
@@ -118,7 +118,7 @@ func TestGDRModules(t *testing.T) {
 			if tc.modules != nil {
 				c.GDR.Modules = tc.modules
 			}
-			expect(t, nameGDR, run(t, NewGDR(root, c, nil)), map[string]want{"host": tc.want})
+			expect(t, nameGDR, run(t, NewGDR(root, NewGather(root), c, nil)), map[string]want{"host": tc.want})
 		})
 	}
 }
@@ -126,11 +126,13 @@ func TestGDRModules(t *testing.T) {
 func TestGDRExcluded(t *testing.T) {
 	c := defaults()
 	c.Exclude = []string{"mlx5_*"}
-	rs := run(t, NewGDR(sysfsfix.Tree(t, sysfsfix.RoCE), c, nil))
+	root := sysfsfix.Tree(t, sysfsfix.RoCE)
+	rs := run(t, NewGDR(root, NewGather(root), c, nil))
 	expect(t, nameGDR, rs, map[string]want{"host": {check.Skip, "no RDMA devices (4 excluded)"}})
 }
 
 func TestGDRHonoursContext(t *testing.T) {
-	rs := NewGDR(sysfsfix.Tree(t, sysfsfix.RoCE), defaults(), nil).Run(cancelled())
+	root := sysfsfix.Tree(t, sysfsfix.RoCE)
+	rs := NewGDR(root, NewGather(root), defaults(), nil).Run(cancelled())
 	expect(t, nameGDR, rs, map[string]want{"host": {check.Error, "interrupted"}})
 }

@@ -57,10 +57,17 @@ func writeFile(t testing.TB, root, rel, content string) {
 	}
 }
 
+// discover lists the HCAs under root, as Scan does, without the NVSwitch
+// management devices.
+func discover(ctx context.Context, root string) ([]HCA, error) {
+	d, err := Scan(ctx, root)
+	return d.HCAs, err
+}
+
 // hcaNames lists the tree's RDMA devices.
 func hcaNames(t testing.TB, root string) []string {
 	t.Helper()
-	hs, err := Discover(context.Background(), root)
+	hs, err := discover(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
 	}

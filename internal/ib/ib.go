@@ -3,8 +3,10 @@
 // (ib.counters) and GPUDirect RDMA readiness (ib.gdr).
 //
 // Every check reads sysfs and procfs under a root directory ("/" on a node,
-// a fixture tree in tests). Nothing is executed; only ib.counters writes,
-// and only its record in the state directory.
+// a fixture tree in tests). The RDMA devices themselves are scanned once
+// a run (Gather) and judged by every check from that one scan. Nothing is
+// executed; only ib.counters writes, and only its record in the state
+// directory.
 package ib
 
 import (

@@ -67,12 +67,12 @@ func TestScanSetsSwitchMgmtApart(t *testing.T) {
 // devices are neither counted nor judged, and their numbers are no gap.
 func TestPortB200(t *testing.T) {
 	root := sysfsfix.Tree(t, sysfsfix.B200)
-	expect(t, namePort, run(t, NewPort(root, b200Config())), map[string]want{
+	expect(t, namePort, run(t, NewPort(NewGather(root), b200Config())), map[string]want{
 		"host": {check.OK, "8 HCAs, 8 of 8 ports active (4 NVSwitch management devices, not HCAs)"},
 		"*":    {check.OK, ""},
 	})
 	sysfsfix.RemoveHCA(t, root, "mlx5_3")
-	expect(t, namePort, run(t, NewPort(root, b200Config())), map[string]want{
+	expect(t, namePort, run(t, NewPort(NewGather(root), b200Config())), map[string]want{
 		"host": {check.Fail, "7 HCAs, expected 8 (missing: mlx5_3)"},
 		"*":    {check.OK, ""},
 	})
@@ -86,11 +86,11 @@ func TestSwitchMgmtNotJudged(t *testing.T) {
 		sysfsfix.Set(t, root, sysfsfix.PortDir(dev, 1)+"/state", "1: DOWN")
 		sysfsfix.Set(t, root, sysfsfix.PortDir(dev, 1)+"/counters/symbol_error", "65535")
 	}
-	expect(t, namePort, run(t, NewPort(root, b200Config())), map[string]want{"*": {check.OK, ""}})
+	expect(t, namePort, run(t, NewPort(NewGather(root), b200Config())), map[string]want{"*": {check.OK, ""}})
 	writeFile(t, root, "proc/sys/kernel/random/boot_id", bootA+"\n")
 	st := statefile.Dir{Path: t.TempDir()}
 	for _, w := range []string{"baseline recorded", "within limits"} {
-		rs := run(t, NewCounters(root, b200Config(), st))
+		rs := run(t, NewCounters(root, NewGather(root), b200Config(), st))
 		expect(t, nameCounters, rs, map[string]want{"*": {check.OK, w}})
 		if len(rs) != 8 {
 			t.Errorf("%d results, want the 8 HCA ports", len(rs))
@@ -196,7 +196,7 @@ func TestVPDUnreadable(t *testing.T) {
 	if len(d.HCAs) != 9 || len(d.SwitchMgmt) != 3 || len(d.VPDErrs) != 1 {
 		t.Errorf("got %d HCAs, %d management, errors %v", len(d.HCAs), len(d.SwitchMgmt), d.VPDErrs)
 	}
-	frag, err := Fragment(context.Background(), root, nil)
+	frag, err := Fragment(context.Background(), NewGather(root), nil)
 	if err != nil || !strings.Contains(frag, "# WARNING: ") || !strings.Contains(frag, "counted as an HCA") {
 		t.Errorf("fragment: %v\n%s", err, frag)
 	}
@@ -206,7 +206,7 @@ func TestVPDUnreadable(t *testing.T) {
 // management devices as such.
 func TestFragmentB200(t *testing.T) {
 	root := sysfsfix.Tree(t, sysfsfix.B200)
-	frag, err := Fragment(context.Background(), root, nil)
+	frag, err := Fragment(context.Background(), NewGather(root), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestFragmentB200(t *testing.T) {
 	if !strings.Contains(frag, "# mlx5_8 0000:08:00.0 fw 28.43.1014 (NVSwitch management, VPD SMDL=SW_MNG: not an HCA, not counted)\n") {
 		t.Errorf("management device not listed:\n%s", frag)
 	}
-	expect(t, namePort, run(t, NewPort(root, cfg.Checks.IB)), map[string]want{"*": {check.OK, ""}})
+	expect(t, namePort, run(t, NewPort(NewGather(root), cfg.Checks.IB)), map[string]want{"*": {check.OK, ""}})
 }
 
 // Only ConnectX functions (vendor 0x15b3) are asked: another vendor's

@@ -18,7 +18,7 @@ const parityEnv = "GPUHC_IB_PARITY_ROOT"
 
 const unshareBin = "/usr/bin/unshare"
 
-// On a node Discover(ctx, "/") lists devices through rdmamap; everywhere
+// On a node discover(ctx, "/") lists devices through rdmamap; everywhere
 // else it walks the tree itself. This runs the rdmamap path against each
 // fixture, bind-mounted over /sys in a private mount namespace, and
 // requires both paths to agree.
@@ -63,7 +63,7 @@ func TestDiscoverParity(t *testing.T) {
 
 // parityChild runs inside the private mount namespace.
 func parityChild(t *testing.T, root string) {
-	want, err := Discover(context.Background(), root)
+	want, err := discover(context.Background(), root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,12 +73,12 @@ func parityChild(t *testing.T, root string) {
 	if err := unix.Mount(filepath.Join(root, "sys"), "/sys", "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		t.Fatalf("bind-mount the fixture over /sys: %v", err)
 	}
-	got, err := Discover(context.Background(), "/")
+	got, err := discover(context.Background(), "/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The healthy trees have no attribute errors, whose paths would differ.
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("Discover(\"/\") over the fixture\n got  %+v\n want %+v", got, want)
+		t.Errorf("discover(\"/\") over the fixture\n got  %+v\n want %+v", got, want)
 	}
 }

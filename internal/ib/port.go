@@ -13,7 +13,7 @@ import (
 )
 
 type portCheck struct {
-	root string
+	devs *Gather
 	cfg  config.IB
 }
 
@@ -21,15 +21,16 @@ type portCheck struct {
 // excluded: state ACTIVE and phys_state LinkUp, rate at least
 // min_rate_gbps, the configured link layer; each HCA's firmware against
 // the pin; and the node's HCA and active-port counts. Virtual devices
-// (HCA.Virtual) are only mentioned in the count's message.
-func NewPort(root string, c config.IB) check.Check {
-	return &portCheck{root: root, cfg: c}
+// (HCA.Virtual) are only mentioned in the count's message. devs is the
+// run's scan of the RDMA devices.
+func NewPort(devs *Gather, c config.IB) check.Check {
+	return &portCheck{devs: devs, cfg: c}
 }
 
 func (c *portCheck) Name() string { return namePort }
 
 func (c *portCheck) Run(ctx context.Context) []check.Result {
-	devs, stop, ok := listHCAs(ctx, c.root, namePort)
+	devs, stop, ok := listHCAs(ctx, c.devs, namePort)
 	if !ok {
 		return []check.Result{stop}
 	}
@@ -162,10 +163,10 @@ func switchNote(n int) string {
 	return fmt.Sprintf(" (%d NVSwitch management devices, not HCAs)", n)
 }
 
-// listHCAs starts every ib check's run: the RDMA devices under root, or,
-// when they cannot be listed, the one result check name reports instead.
-func listHCAs(ctx context.Context, root, name string) (Devices, check.Result, bool) {
-	d, err := Scan(ctx, root)
+// listHCAs starts every ib check's run: the run's RDMA devices, or, when
+// they cannot be listed, the one result check name reports instead.
+func listHCAs(ctx context.Context, devs *Gather, name string) (Devices, check.Result, bool) {
+	d, err := devs.Devices(ctx)
 	switch {
 	case err == nil:
 		return d, check.Result{}, true

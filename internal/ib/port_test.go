@@ -58,7 +58,7 @@ func TestPortHealthy(t *testing.T) {
 		roots[tree] = sysfsfix.Tree(t, tree)
 	}
 	for _, tc := range tests {
-		rs := run(t, NewPort(roots[tc.tree], tc.cfg))
+		rs := run(t, NewPort(NewGather(roots[tc.tree]), tc.cfg))
 		expect(t, namePort, rs, tc.want)
 		n := 0
 		for _, r := range rs {
@@ -279,7 +279,7 @@ func TestPortFaults(t *testing.T) {
 			if tc.fault != nil {
 				tc.fault(t, root)
 			}
-			expect(t, namePort, run(t, NewPort(root, tc.cfg)), tc.want)
+			expect(t, namePort, run(t, NewPort(NewGather(root), tc.cfg)), tc.want)
 		})
 	}
 }
@@ -320,18 +320,18 @@ func TestPortNoDevices(t *testing.T) {
 			default:
 				root = sysfsfix.Tree(t, tc.tree)
 			}
-			expect(t, namePort, run(t, NewPort(root, tc.cfg)), tc.want)
+			expect(t, namePort, run(t, NewPort(NewGather(root), tc.cfg)), tc.want)
 		})
 	}
 }
 
 func TestPortHonoursContext(t *testing.T) {
-	rs := NewPort(sysfsfix.Tree(t, sysfsfix.RoCE), defaults()).Run(cancelled())
+	rs := NewPort(NewGather(sysfsfix.Tree(t, sysfsfix.RoCE)), defaults()).Run(cancelled())
 	expect(t, namePort, rs, map[string]want{"host": {check.Error, "interrupted"}})
 }
 
 func TestPortDiscoveryError(t *testing.T) {
 	root := t.TempDir()
 	writeFile(t, root, classDir, "x")
-	expect(t, namePort, run(t, NewPort(root, defaults())), map[string]want{"host": {check.Error, "cannot list RDMA devices"}})
+	expect(t, namePort, run(t, NewPort(NewGather(root), defaults())), map[string]want{"host": {check.Error, "cannot list RDMA devices"}})
 }

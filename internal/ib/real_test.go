@@ -66,7 +66,7 @@ func TestRealCapturesCounters(t *testing.T) {
 		t.Run(tc.tree, func(t *testing.T) {
 			root := realTree(t, tc.tree)
 			st := statefile.Dir{Path: t.TempDir()}
-			rs := run(t, NewCounters(root, defaults(), st))
+			rs := run(t, NewCounters(root, NewGather(root), defaults(), st))
 			expect(t, nameCounters, rs, tc.first)
 			// No advice to clear a 4-bit counter found at 15: cleared,
 			// it climbs back and that growth FAILs a healthy node.
@@ -78,7 +78,7 @@ func TestRealCapturesCounters(t *testing.T) {
 				}
 			}
 			for run2 := range 3 {
-				rs := run(t, NewCounters(root, defaults(), st))
+				rs := run(t, NewCounters(root, NewGather(root), defaults(), st))
 				noWorse(t, "run "+string(rune('2'+run2)), rs, check.OK)
 			}
 		})
@@ -107,7 +107,7 @@ func TestRealCapturesPort(t *testing.T) {
 		{"node-exporter", map[string]want{"*": {check.OK, ""}}},
 	} {
 		t.Run(tc.tree, func(t *testing.T) {
-			expect(t, namePort, run(t, NewPort(realTree(t, tc.tree), defaults())), tc.want)
+			expect(t, namePort, run(t, NewPort(NewGather(realTree(t, tc.tree)), defaults())), tc.want)
 		})
 	}
 }
@@ -118,7 +118,7 @@ func TestRealCapturesPort(t *testing.T) {
 // the node's lowest rate.
 func TestRealFragmentRoCEBesideNDR(t *testing.T) {
 	root := realTree(t, "gpud-h100")
-	frag, err := Fragment(context.Background(), root, nil)
+	frag, err := Fragment(context.Background(), NewGather(root), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,11 +140,11 @@ func TestRealFragmentRoCEBesideNDR(t *testing.T) {
 	if !strings.Contains(frag, "# WARNING: the HCAs run different firmware; firmware is not pinned.") {
 		t.Errorf("no firmware warning:\n%s", frag)
 	}
-	expect(t, namePort, run(t, NewPort(root, cfg.Checks.IB)), map[string]want{"*": {check.OK, ""}})
+	expect(t, namePort, run(t, NewPort(NewGather(root), cfg.Checks.IB)), map[string]want{"*": {check.OK, ""}})
 
 	// An NDR port that trained at 2X.
 	sysfsfix.Set(t, root, "sys/class/infiniband/mlx5_4/ports/1/rate", "200 Gb/sec (2X NDR)")
-	expect(t, namePort, run(t, NewPort(root, cfg.Checks.IB)), map[string]want{
+	expect(t, namePort, run(t, NewPort(NewGather(root), cfg.Checks.IB)), map[string]want{
 		"mlx5_4/1": {check.Fail, "rate 200 Gb/sec < expected 400"},
 		"*":        {check.OK, ""},
 	})
@@ -152,7 +152,7 @@ func TestRealFragmentRoCEBesideNDR(t *testing.T) {
 	sysfsfix.Set(t, root, "sys/class/infiniband/mlx5_4/ports/1/rate", "400 Gb/sec (4X NDR)")
 	sysfsfix.Set(t, root, "sys/class/infiniband/mlx5_4/ports/1/state", "1: DOWN")
 	sysfsfix.Set(t, root, "sys/class/infiniband/mlx5_4/ports/1/phys_state", "3: Disabled")
-	expect(t, namePort, run(t, NewPort(root, cfg.Checks.IB)), map[string]want{
+	expect(t, namePort, run(t, NewPort(NewGather(root), cfg.Checks.IB)), map[string]want{
 		"mlx5_4/1": {check.Fail, "state DOWN (phys Disabled)"},
 		"host":     {check.Fail, "8 active ports, expected 9 (inactive: mlx5_4/1); 7 active InfiniBand ports, expected 8 (inactive: mlx5_4/1)"},
 		"*":        {check.OK, ""},
@@ -164,7 +164,7 @@ func TestRealFragmentRoCEBesideNDR(t *testing.T) {
 func TestRealFragmentWarnsWhenGroupDiffers(t *testing.T) {
 	root := realTree(t, "gpud-h100")
 	sysfsfix.Set(t, root, "sys/class/infiniband/mlx5_4/ports/1/rate", "200 Gb/sec (2X NDR)")
-	frag, err := Fragment(context.Background(), root, nil)
+	frag, err := Fragment(context.Background(), NewGather(root), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,7 +123,7 @@ func withVirtual(t testing.TB) string {
 }
 
 func TestDiscoverVirtual(t *testing.T) {
-	hs, err := Discover(context.Background(), withVirtual(t))
+	hs, err := discover(context.Background(), withVirtual(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestDiscoverVFByDeviceLink(t *testing.T) {
 	writeFile(t, dev, "ports/1/state", "4: ACTIVE\n")
 	symlink(t, "../../../0000:19:00.1", filepath.Join(dev, "device"))
 	symlink(t, "../../devices/flat/infiniband/mlx5_9", filepath.Join(root, classDir, "mlx5_9"))
-	hs, err := Discover(context.Background(), root)
+	hs, err := discover(context.Background(), root)
 	if err != nil || len(hs) != 1 {
 		t.Fatalf("got %+v, %v", hs, err)
 	}
@@ -173,7 +173,7 @@ func TestDiscoverVFByDeviceLink(t *testing.T) {
 	if err := os.Remove(filepath.Join(root, "sys/devices/0000:19:00.1/physfn")); err != nil {
 		t.Fatal(err)
 	}
-	if hs, _ := Discover(context.Background(), root); len(hs) != 1 || hs[0].Virtual {
+	if hs, _ := discover(context.Background(), root); len(hs) != 1 || hs[0].Virtual {
 		t.Errorf("got %+v, want a physical device", hs)
 	}
 }

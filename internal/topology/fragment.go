@@ -4,18 +4,21 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/gpuhc/gpuhc/internal/ib"
 )
 
 // Fragment writes the [checks.topology] section that pins every GPU to
 // its current nearest active HCA, for bring-up (gpuhc-healthcheck
 // --print-inventory): once a node is known good, the pins catch a later
 // change of pairing. Each pin carries a comment naming the relation, so
-// that a bad pairing (across sockets) is seen before it is pinned.
-func Fragment(ctx context.Context, root string, exclude []string, gpus func(context.Context) ([]GPU, error)) (string, error) {
+// that a bad pairing (across sockets) is seen before it is pinned. devs
+// is the run's scan of the RDMA devices (the ib fragment's too).
+func Fragment(ctx context.Context, root string, devs *ib.Gather, exclude []string, gpus func(context.Context) ([]GPU, error)) (string, error) {
 	if gpus == nil {
 		gpus = FromBus(root)
 	}
-	s, err := scan(ctx, root, exclude, gpus)
+	s, err := scan(ctx, root, devs, exclude, gpus)
 	if err != nil {
 		return "", err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/ib"
 	"github.com/gpuhc/gpuhc/internal/sysfsfix"
 )
 
@@ -97,7 +98,7 @@ func TestFragment(t *testing.T) {
 			for _, m := range tc.mutate {
 				m(t, root)
 			}
-			frag, err := Fragment(context.Background(), root, mgmt, tc.gpus)
+			frag, err := Fragment(context.Background(), root, ib.NewGather(root), mgmt, tc.gpus)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +119,7 @@ func TestFragment(t *testing.T) {
 			if g == nil {
 				g = FromBus(root)
 			}
-			expect(t, run(t, New(root, tp, mgmt, g)), tc.want)
+			expect(t, run(t, New(root, ib.NewGather(root), tp, mgmt, g)), tc.want)
 		})
 	}
 }
@@ -126,12 +127,12 @@ func TestFragment(t *testing.T) {
 func TestFragmentErrors(t *testing.T) {
 	root := sysfsfix.Tree(t, sysfsfix.H100NDR)
 	failing := func(context.Context) ([]GPU, error) { return nil, fmt.Errorf("NVML did not answer") }
-	if _, err := Fragment(context.Background(), root, mgmt, failing); err == nil || !strings.Contains(err.Error(), "NVML did not answer") {
+	if _, err := Fragment(context.Background(), root, ib.NewGather(root), mgmt, failing); err == nil || !strings.Contains(err.Error(), "NVML did not answer") {
 		t.Errorf("got %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Fragment(ctx, root, mgmt, nil); err == nil {
+	if _, err := Fragment(ctx, root, ib.NewGather(root), mgmt, nil); err == nil {
 		t.Error("cancelled context: no error")
 	}
 }

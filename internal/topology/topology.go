@@ -40,6 +40,7 @@ type GPUs func(context.Context) ([]GPU, error)
 
 type topo struct {
 	root    string
+	devs    *ib.Gather
 	cfg     config.Topology
 	exclude []string
 	gpus    GPUs
@@ -48,11 +49,13 @@ type topo struct {
 // New judges each GPU's nearest active HCA (HCAs matching exclude, the
 // checks.ib.exclude globs, do not count). gpus lists the GPUs: FromNode
 // for the NVML inventory; nil reads the PCI bus under root (FromBus).
-func New(root string, c config.Topology, exclude []string, gpus func(context.Context) ([]GPU, error)) check.Check {
+// devs is the run's scan of the RDMA devices; root prefixes the PCI bus
+// the GPUs and HCAs are placed on.
+func New(root string, devs *ib.Gather, c config.Topology, exclude []string, gpus func(context.Context) ([]GPU, error)) check.Check {
 	if gpus == nil {
 		gpus = FromBus(root)
 	}
-	return &topo{root: root, cfg: c, exclude: exclude, gpus: gpus}
+	return &topo{root: root, devs: devs, cfg: c, exclude: exclude, gpus: gpus}
 }
 
 func (t *topo) Name() string { return name }
@@ -119,7 +122,7 @@ func (t *topo) run(ctx context.Context) []check.Result {
 	if err != nil {
 		return []check.Result{errorf(componentHost, check.IDs{}, "%v", err)}
 	}
-	s, err := scan(ctx, t.root, t.exclude, t.gpus)
+	s, err := scan(ctx, t.root, t.devs, t.exclude, t.gpus)
 	switch {
 	case err != nil:
 		return []check.Result{errorf(componentHost, check.IDs{}, "%v", err)}
@@ -189,11 +192,14 @@ type scanned struct {
 }
 
 // scan discovers the HCAs and GPUs and places every GPU-HCA pair.
-func scan(ctx context.Context, root string, exclude []string, gpus GPUs) (*scanned, error) {
-	found, err := ib.Discover(ctx, root)
+func scan(ctx context.Context, root string, devs *ib.Gather, exclude []string, gpus GPUs) (*scanned, error) {
+	d, err := devs.Devices(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("discover RDMA devices: %w", err)
 	}
+	// The NVSwitch management devices are left out: no GPU's traffic
+	// goes through them.
+	found := d.HCAs
 	s := &scanned{}
 	excluded, virtual := 0, 0
 	for _, h := range found {

@@ -16,6 +16,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/gpu/sim"
+	"github.com/gpuhc/gpuhc/internal/ib"
 	"github.com/gpuhc/gpuhc/internal/sysfsfix"
 )
 
@@ -138,7 +139,7 @@ func TestHealthy(t *testing.T) {
 			t.Run(tc.tree+"/"+cname+"/"+strings.Join(tc.exclude, ","), func(t *testing.T) {
 				t.Parallel()
 				root := sysfsfix.Tree(t, tc.tree)
-				rs := run(t, New(root, c, tc.exclude, nil))
+				rs := run(t, New(root, ib.NewGather(root), c, tc.exclude, nil))
 				expect(t, rs, gpus(tc.n, nil))
 			})
 		}
@@ -154,14 +155,15 @@ func TestB200SwitchMgmtNeverPaired(t *testing.T) {
 	for _, d := range []string{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"} {
 		sysfsfix.Set(t, root, sysfsfix.PortDir(d, 1)+"/state", "1: DOWN")
 	}
-	rs := run(t, New(root, defaults(), nil, nil))
+	rs := run(t, New(root, ib.NewGather(root), defaults(), nil, nil))
 	expect(t, rs, gpus(8, map[int]want{
 		0: {check.Warn, "nearest active HCA mlx5_4 is across sockets"},
 		1: {check.Warn, "nearest active HCA mlx5_4 is across sockets"},
 		2: {check.Warn, "nearest active HCA mlx5_4 is across sockets"},
 		3: {check.Warn, "nearest active HCA mlx5_4 is across sockets"},
 	}))
-	frag, err := Fragment(context.Background(), sysfsfix.Tree(t, sysfsfix.B200), nil, nil)
+	b200 := sysfsfix.Tree(t, sysfsfix.B200)
+	frag, err := Fragment(context.Background(), b200, ib.NewGather(b200), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +592,7 @@ func TestH100Faults(t *testing.T) {
 			if g == nil {
 				g = FromBus(root)
 			}
-			expect(t, run(t, New(root, c, ex, g)), tc.want)
+			expect(t, run(t, New(root, ib.NewGather(root), c, ex, g)), tc.want)
 		})
 	}
 }
@@ -756,7 +758,7 @@ func TestSubNUMA(t *testing.T) {
 			if g == nil {
 				g = FromBus(root)
 			}
-			expect(t, run(t, New(root, c, mgmt, g)), tc.want)
+			expect(t, run(t, New(root, ib.NewGather(root), c, mgmt, g)), tc.want)
 		})
 	}
 }
@@ -783,7 +785,7 @@ func TestFromNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := gpu.NewNode(m.Server, root, -1, "dgxh100", gpu.WithBus(m.OnBus))
-	rs := run(t, New(root, numaFail, mgmt, FromNode(n)))
+	rs := run(t, New(root, ib.NewGather(root), numaFail, mgmt, FromNode(n)))
 	expect(t, rs, gpus(8, each(gpuRange(4, 7), want{check.Fail, "across sockets"})))
 	for _, r := range rs {
 		if r.IDs.GPUIndex == nil || r.IDs.UUID == "" || r.IDs.PCIBusID == "" || r.Component != fmt.Sprintf("gpu%d", *r.IDs.GPUIndex) {
@@ -796,19 +798,19 @@ func TestFromNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	broken := gpu.NewNode(m.Server, root, -1, "dgxh100", gpu.WithBus(m.OnBus))
-	expect(t, run(t, New(root, numaFail, mgmt, FromNode(broken))),
+	expect(t, run(t, New(root, ib.NewGather(root), numaFail, mgmt, FromNode(broken))),
 		map[string]want{"host": {check.Error, "list GPUs: GPU inventory: nvmlInit: "}})
 
 	// No driver and nothing on the bus: a node without GPUs.
 	none := gpu.NewNode(m.Server, root, -1, "", gpu.WithBus(func() ([]string, error) { return nil, nil }))
-	expect(t, run(t, New(root, numaFail, mgmt, FromNode(none))), map[string]want{"host": {check.Skip, "no GPUs"}})
+	expect(t, run(t, New(root, ib.NewGather(root), numaFail, mgmt, FromNode(none))), map[string]want{"host": {check.Skip, "no GPUs"}})
 }
 
 func TestInterrupted(t *testing.T) {
 	root := sysfsfix.Tree(t, sysfsfix.H100NDR)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	rs := New(root, defaults(), mgmt, nil).Run(ctx)
+	rs := New(root, ib.NewGather(root), defaults(), mgmt, nil).Run(ctx)
 	expect(t, rs, map[string]want{"host": {check.Error, "interrupted"}})
 }
 
