@@ -29,7 +29,7 @@ func TestTasks(t *testing.T) {
 		"host.cpu": 20 * time.Second, "host.memory": 10 * time.Second, "host.modules": 10 * time.Second,
 		"host.mounts": 3 * time.Second, "host.processes": 10 * time.Second,
 		"ib.port": 2 * time.Second, "ib.counters": 10 * time.Second, "ib.gdr": 10 * time.Second,
-		"topology": 10 * time.Second,
+		"topology": 10 * time.Second, "host.kernel": 10 * time.Second, "fabric.sxid": 10 * time.Second,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("tasks %v, want %v", got, want)
@@ -52,7 +52,7 @@ func TestTasksWithGPU(t *testing.T) {
 	}
 	want := "host.cpu host.memory host.modules host.mounts host.processes host.thermal " +
 		"gpu.count gpu.driver gpu.lost gpu.xid gpu.recovery gpu.memory gpu.pcie gpu.nvlink gpu.fabric gpu.thermal gpu.config " +
-		"ib.port ib.counters fabric.manager topology"
+		"host.kernel fabric.sxid ib.port ib.counters fabric.manager topology"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("checks\n got %s\nwant %s", got, want)
 	}
@@ -68,10 +68,11 @@ func TestKernelRules(t *testing.T) {
 	for _, task := range KernelRules(cfg, env) {
 		names = append(names, task.Check.Name())
 	}
-	if got := strings.Join(names, " "); got != "gpu.xid" || strings.Join(log.Rules(), " ") != "gpu.xid" {
+	const all = "gpu.xid host.kernel fabric.sxid"
+	if got := strings.Join(names, " "); got != all || strings.Join(log.Rules(), " ") != all {
 		t.Errorf("kernel rules %q, registered %q", got, log.Rules())
 	}
-	cfg.Checks.GPU.XID.Enabled = false
+	cfg.Checks.GPU.XID.Enabled, cfg.Checks.Kernel.Enabled, cfg.Checks.Fabric.SXid.Enabled = false, false, false
 	log = kmsg.NewLog(nil, statefile.Dir{Path: t.TempDir(), ReadOnly: true})
 	if rules := KernelRules(cfg, Env{GPU: gpu.NewNode(nil, "/", -1, ""), Kernel: log}); len(rules) != 0 || len(log.Rules()) != 0 {
 		t.Errorf("a disabled rule was registered: %v", log.Rules())

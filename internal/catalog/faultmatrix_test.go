@@ -670,8 +670,8 @@ func TestFaultMatrixHealthy(t *testing.T) {
 					t.Errorf("%s %s: SKIP %q", r.Check, r.Component, r.Message)
 				}
 			}
-			if len(checks) != 12 {
-				t.Errorf("%d checks reported, want the 12 gpu.* checks: %v", len(checks), checks)
+			if len(checks) != 14 {
+				t.Errorf("%d checks reported, want the 12 gpu.* checks, host.kernel and fabric.sxid: %v", len(checks), checks)
 			}
 			if out := dryRunPolicy(t, cfg, results); out.Kind != policy.Nothing || out.Detail != "" {
 				t.Errorf("outcome %s %q, want none", out.Kind, out.Detail)

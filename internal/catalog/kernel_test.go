@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -28,7 +30,7 @@ func TestKernelChecks(t *testing.T) {
 	if got := names(Tasks(cfg, Env{})); !slices.Contains(got, "host.kernel") || !slices.Contains(got, "fabric.sxid") {
 		t.Errorf("without a kernel-log pass: %q", got)
 	}
-	env := Env{Kernel: replayLog(t, "boot-1"), State: statefile.Dir{Path: t.TempDir()}}
+	env := Env{Kernel: replayLog(t), State: statefile.Dir{Path: t.TempDir()}}
 	if got := names(Tasks(cfg, env)); !slices.Contains(got, "host.kernel") || !slices.Contains(got, "fabric.sxid") {
 		t.Errorf("with a kernel-log pass: %q", got)
 	}
@@ -78,11 +80,27 @@ func TestKernelReasons(t *testing.T) {
 }
 
 // replayLog is a kernel-log pass over texts, as --kernel-log replays
-// them: every line new.
-func replayLog(t *testing.T, boot string, texts ...string) *kmsg.Log {
-	var recs []string
-	for _, r := range kmsg.ParseReplay(strings.Join(texts, "\n")) {
-		recs = append(recs, r.String())
+// them (kmsg.Replay of a saved file): every line new, under a boot id of
+// the file's own.
+//
+// The file is the way in because a text line's level is unknown (-1),
+// which a /dev/kmsg record string cannot say: written back as one
+// ("-1,0,0,-;...") it would not parse and the line would be lost.
+func replayLog(t *testing.T, texts ...string) *kmsg.Log {
+	t.Helper()
+	return kmsg.NewLog(replaySource(t, strings.Join(texts, "\n")), statefile.Dir{Path: t.TempDir()})
+}
+
+// replaySource is kmsg.Replay of a file holding log.
+func replaySource(t *testing.T, log string) kmsg.Source {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kernel.log")
+	if err := os.WriteFile(path, []byte(log+"\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	return kmsg.NewLog(kmsg.SimulatedSource(recs, boot, 0), statefile.Dir{Path: t.TempDir()})
+	src, err := kmsg.Replay(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
 }
