@@ -46,7 +46,7 @@ func TestKernelReasons(t *testing.T) {
 	cfg := config.Default()
 	cfg.Root = t.TempDir() // no PCI bus: a non-fatal AER could not be placed
 	cfg.Checks.Kernel.Override = []config.KernelOverride{{Rule: "hung_task", Status: "ok"}}
-	r := replayLog(t, "boot-1",
+	r := replayLog(t,
 		"INFO: task kworker/2:1:5747 blocked for more than 120 seconds.",
 		"nvidia-nvswitch0: SXid (PCI:0000:c2:00.0): 20034, Fatal, Link 28 LTSSM Fault Up",
 		"nvidia 0000:1a:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Receiver ID)",
