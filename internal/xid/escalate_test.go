@@ -25,7 +25,7 @@ func TestEscalationAcrossBoots(t *testing.T) {
 	step := func(boot string, inject []string, wants ...[]want) {
 		t.Helper()
 		m := machine(t, "dgxh100", inject...)
-		expect(t, m, run(newCheck(m, defaults(), dir, kmsg.SliceSource(m.Kmsg, boot))), wants...)
+		expect(t, m, run(newCheck(m, defaults(), dir, kmsg.SimulatedSource(m.Kmsg, boot, m.KmsgWatchedFrom()))), wants...)
 	}
 	reboot := []want{{"gpu3", check.Fail, check.ActionReboot, "XID 79 GPU has fallen off the bus", 3, 3}}
 	rma := []want{{"gpu3", check.Fail, check.ActionRMA, "XID 79 GPU has fallen off the bus (3rd boot with it: rma)", 3, 3}}
@@ -82,8 +82,8 @@ func TestEscalationAcrossBoots(t *testing.T) {
 func TestEscalationSettings(t *testing.T) {
 	dir := statefile.Dir{Path: t.TempDir()}
 	m := machine(t, "dgxh100", "gpu1:xid=13", "gpu2:xid=94")
-	run(newCheck(m, defaults(), dir, kmsg.SliceSource(m.Kmsg, "boot-a")))
-	run(newCheck(m, defaults(), dir, kmsg.SliceSource(m.Kmsg, "boot-b")))
+	run(newCheck(m, defaults(), dir, kmsg.SimulatedSource(m.Kmsg, "boot-a", m.KmsgWatchedFrom())))
+	run(newCheck(m, defaults(), dir, kmsg.SimulatedSource(m.Kmsg, "boot-b", m.KmsgWatchedFrom())))
 	if _, err := os.Stat(filepath.Join(dir.Path, historyFile)); !os.IsNotExist(err) {
 		t.Errorf("history written without a FAIL: %v", err)
 	}
@@ -111,7 +111,7 @@ func TestEscalationSettings(t *testing.T) {
 				t.Fatal(err)
 			}
 			for boot := 1; boot <= 4; boot++ {
-				rs := run(newCheck(m, c, dir, kmsg.SliceSource(m.Kmsg, fmt.Sprintf("boot-%d", boot))))
+				rs := run(newCheck(m, c, dir, kmsg.SimulatedSource(m.Kmsg, fmt.Sprintf("boot-%d", boot), m.KmsgWatchedFrom())))
 				want := check.ActionReboot
 				if tc.rmaAfter != 0 && boot >= tc.rmaAfter {
 					want = check.ActionRMA
@@ -129,7 +129,7 @@ func TestEscalationSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	m = machine(t, "dgxh100", "gpu3:xid=79")
-	if rs := run(newCheck(m, defaults(), ro, kmsg.SliceSource(m.Kmsg, "boot-a"))); rs[3].Status != check.Fail {
+	if rs := run(newCheck(m, defaults(), ro, kmsg.SimulatedSource(m.Kmsg, "boot-a", m.KmsgWatchedFrom()))); rs[3].Status != check.Fail {
 		t.Errorf("dry run: %+v", rs[3])
 	}
 	if _, err := os.Stat(filepath.Join(ro.Path, historyFile)); !os.IsNotExist(err) {
