@@ -54,8 +54,14 @@ func catalogVerdict(e Event, others []Event) Verdict {
 // decode45: "Solo: RESTART_FM; Not Solo: IGNORE (follow other Xid)"
 // (the catalogue's investigatory action for 45). The preemptive cleanup
 // after another XID on the same GPU is that XID's consequence, and that
-// XID carries the verdict; alone it is reported.
+// XID carries the verdict; alone it is reported. A line that names the
+// XID it follows ("... caused by previous Xid 149", open-gpu-kernel-
+// modules) is not solo whatever the batch holds: that XID may have been
+// judged in an earlier run.
 func decode45(e Event, others []Event) Verdict {
+	if m := previousXID.FindStringSubmatch(e.Text); m != nil {
+		return Verdict{Status: check.OK, Message: fmt.Sprintf("%s (follows XID %s)", describe(45), m[1])}
+	}
 	for _, o := range others {
 		if o.XID != 45 {
 			return Verdict{Status: check.OK, Message: fmt.Sprintf("%s (follows XID %d)", describe(45), o.XID)}
@@ -63,6 +69,9 @@ func decode45(e Event, others []Event) Verdict {
 	}
 	return Verdict{Status: check.Warn, Message: describe(45)}
 }
+
+// previousXID is how a 45 names the XID it cleans up after.
+var previousXID = regexp.MustCompile(`\bcaused by previous Xid ([0-9]{1,3})\b`)
 
 // decode48: a double-bit ECC error. On GPUs with error containment
 // (Ampere and later) the driver follows it with XID 94 (contained: the

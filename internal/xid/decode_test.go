@@ -141,6 +141,10 @@ func TestJudgeWithOthers(t *testing.T) {
 		want  []vv
 	}{
 		{"45 solo", []string{x45}, []vv{{check.Warn, check.ActionNone}}},
+		// [open-gpu-kernel-modules#1150] the line names the XID it follows,
+		// judged in an earlier run: not solo.
+		{"45 naming a previous 149", []string{"NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149"},
+			[]vv{{check.OK, check.ActionNone}}},
 		{"45 after 48", []string{x48, x45}, []vv{{check.Fail, check.ActionResetGPU}, {check.OK, check.ActionNone}}},
 		// [forum] the 62, its 154 and the cleanup 45 of one crash.
 		{"45 after 62 and 154", []string{x62, x154, x45}, []vv{{check.Fail, check.ActionResetGPU}, {check.Fail, check.ActionResetGPU}, {check.OK, check.ActionNone}}},
