@@ -129,13 +129,13 @@ var Rules = []Rule{
 	},
 	{
 		// kernel/hung_task.c check_hung_task, KERN_ERR: "INFO: task
-		// comm:pid blocked for more than 120 seconds." Only kernel threads
-		// count (a name with a "/", as kworker/u16:2 or jbd2/nvme0n1p1-8, or
-		// one of the memory and journal threads): a user's process stuck on
-		// its own network filesystem is its job's problem.
-		Name: "hung_task", What: "kernel thread hung",
+		// comm:pid blocked for more than 120 seconds." Any task (BRIEF.md's
+		// host rules): a user's process stuck in D state is most often
+		// stuck in a driver (nvidia-container-cli in nvidia_uvm), which is
+		// what an admin wants to see; a WARN never drains.
+		Name: "hung_task", What: "task hung",
 		Has:      []string{"blocked for more than"},
-		Match:    regexp.MustCompile(`^INFO: task (?:[^\s/]+/\S+?|k(?:swapd|compactd|hugepaged|thread|auditd|journald|smd)\w*):\d+ blocked for more than \d+ seconds`),
+		Match:    regexp.MustCompile(`^INFO: task \S+:\d+ blocked for more than \d+ seconds`),
 		MaxLevel: 4, Fixed: "kernel",
 		Status: check.Warn, Action: check.ActionNone,
 	},
