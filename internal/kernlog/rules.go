@@ -150,8 +150,12 @@ var Rules = []Rule{
 		// Loop devices (a squashfs whose file went), CD-ROMs and RAM disks
 		// never count.
 		Name: "io_error", What: "block I/O error",
-		Has:      []string{" error, dev "},
-		Match:    regexp.MustCompile(`(?:^|: )(?:I/O|critical medium|critical target|critical nexus|timeout|protection) error, dev (?P<c>[^,\s]+), sector`),
+		// fs/buffer.c buffer_io_error: "Buffer I/O error on dev sdb,
+		// logical block 0, …" ("on device" before 4.x) reports the same
+		// failed I/O from the buffer layer; both prints are rate-limited
+		// on their own, so either may stand alone.
+		Has:      []string{" error, dev ", "Buffer I/O error on dev"},
+		Match:    regexp.MustCompile(`(?:^|: )(?:I/O|critical medium|critical target|critical nexus|timeout|protection) error, dev (?P<c>[^,\s]+), sector|^Buffer I/O error on dev(?:ice)? (?P<c>[^,\s]+), logical block`),
 		MaxLevel: 4, Comp: asIs,
 		Ignore: regexp.MustCompile(`^(?:loop|sr|ram|zram|fd|nbd)\d+$`),
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
