@@ -47,6 +47,16 @@ type Rule struct {
 // pciName is a PCI function as the kernel's dev_printk names it.
 const pciName = `[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]`
 
+// aerLine matches AER's lines for an uncorrected error of severity sev
+// (Fatal, Non-Fatal): the detail line on the device in error, or the
+// root port's summary naming the source (the port itself for "id=").
+func aerLine(sev string) string {
+	uncorrected := `Uncorrect(?:ed|able) \(` + sev + `\)`
+	return `^\S+ (?P<c>` + pciName + `): (?:AER: )?PCIe Bus Error: severity=` + uncorrected +
+		`|^\S+ ` + pciName + `: AER: (?:Multiple |first )?` + uncorrected + ` error (?:message )?received(?::| from) (?P<c>` + pciName + `)` +
+		`|^\S+ (?P<c>` + pciName + `): AER: (?:Multiple |first )?` + uncorrected + ` error received: id=`
+}
+
 func asIs(s string) string { return s }
 func cpu(s string) string  { return "cpu" + s }
 func mc(s string) string   { return "mc" + s }
@@ -69,17 +79,25 @@ var Rules = []Rule{
 	{
 		// drivers/pci/pcie/aer.c aer_print_error: printed on the device that
 		// reported the error, at KERN_ERR; "AER: " since 5.x, and
-		// "Uncorrectable" instead of "Uncorrected" since 6.16.
+		// "Uncorrectable" instead of "Uncorrected" since 6.16. Also the
+		// root port's summary, aer_print_port_info (KERN_INFO): "AER:
+		// [Multiple ]Uncorrected (Fatal) error received: 0000:03:00.0"
+		// (6.x: "error message received from"), naming the error's
+		// source, or on 3.x-4.x "received: id=0010" (then the port). It
+		// says the same error (the same device is one episode) and counts
+		// where its level is unknown (a pasted log, which may have lost
+		// the detail line); on a node its info level keeps it out, and the
+		// detail line carries the verdict.
 		Name: "aer_fatal", What: "PCIe AER uncorrected fatal error",
-		Has:      []string{"PCIe Bus Error: severity=Uncorrect"},
-		Match:    regexp.MustCompile(`^\S+ (?P<c>` + pciName + `): (?:AER: )?PCIe Bus Error: severity=Uncorrect(?:ed|able) \(Fatal\)`),
+		Has:      []string{"Uncorrect"},
+		Match:    regexp.MustCompile(aerLine(`Fatal`)),
 		MaxLevel: 3, Comp: pciaddr.Normalize,
 		Status: check.Fail, Action: check.ActionReboot, Sticky: true,
 	},
 	{
 		Name: "aer_nonfatal", What: "PCIe AER uncorrected non-fatal error",
-		Has:      []string{"PCIe Bus Error: severity=Uncorrect"},
-		Match:    regexp.MustCompile(`^\S+ (?P<c>` + pciName + `): (?:AER: )?PCIe Bus Error: severity=Uncorrect(?:ed|able) \(Non-Fatal\)`),
+		Has:      []string{"Uncorrect"},
+		Match:    regexp.MustCompile(aerLine(`Non-Fatal`)),
 		MaxLevel: 3, Comp: pciaddr.Normalize,
 		Status: check.Fail, Action: check.ActionDrain, OffPath: check.Warn, Sticky: true,
 	},
