@@ -227,10 +227,13 @@ var Rules = []Rule{
 		// (sdb6): Filesystem has been shut down due to log error (0x2)."; also
 		// "Corruption of in-memory data (0x8) detected at … Shutting down
 		// filesystem."
+		// Before 5.x the alert is preceded by "XFS (dm-11):
+		// xfs_do_force_shutdown(0x8) called from line 3486 of file …"
+		// (xfs_notice, level 5), printed only on a shutdown.
 		Name: "xfs_shutdown", What: "XFS filesystem shut down",
 		Has:      []string{"XFS ("},
-		Match:    regexp.MustCompile(`^XFS \((?P<c>[^)]+)\): (?:.*[Ss]hutting down filesystem|Filesystem has been shut down)`),
-		MaxLevel: 4, Comp: asIs,
+		Match:    regexp.MustCompile(`^XFS \((?P<c>[^)]+)\): (?:.*[Ss]hutting down filesystem|Filesystem has been shut down|xfs_do_force_shutdown\(0x[0-9a-f]+\) called from line)`),
+		MaxLevel: 5, Comp: asIs,
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
 	},
 	{
