@@ -240,10 +240,12 @@ var Rules = []Rule{
 		// drivers/net/ethernet/mellanox/mlx5/core/health.c poll_health
 		// (mlx5_core_err): "device's health compromised - reached miss count"
 		// (the firmware stopped answering), "Fatal error 1 detected" (a fatal
-		// sensor: firmware or hardware).
+		// sensor: firmware or hardware); print_health_info, printed once
+		// the device is in a fatal state, gives the health syndrome: "synd
+		// 0x8: unrecoverable hardware error" (hsynd_str).
 		Name: "mlx5_fatal", What: "mlx5 firmware fatal error",
-		Has:      []string{"health compromised", "Fatal error "},
-		Match:    regexp.MustCompile(`^mlx5_core (?P<c>` + pciName + `): (?:\S+:\d+:\(pid \d+\): )?(?:device's health compromised|Fatal error \d+ detected)`),
+		Has:      []string{"health compromised", "Fatal error ", "synd 0x"},
+		Match:    regexp.MustCompile(`^mlx5_core (?P<c>` + pciName + `): (?:\S+:\d+:\(pid \d+\): )?(?:device's health compromised|Fatal error \d+ detected|synd 0x[0-9a-f]+: )`),
 		MaxLevel: 4, Comp: pciaddr.Normalize,
 		Status: check.Fail, Action: check.ActionReboot, Sticky: true,
 	},
