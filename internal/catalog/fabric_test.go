@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/evidence"
 	"github.com/gpuhc/gpuhc/internal/sysfsfix"
 )
 
@@ -179,4 +180,50 @@ func splitLines(b []byte) [][]byte {
 		out = append(out, b[start:])
 	}
 	return out
+}
+
+// TestWholeNodeHealthyKernelLogs: the healthy node with every line of its
+// kernel log judged (a replay of the whole log), first its own boot, then
+// with each healthy real capture of the evidence corpus after it: every
+// check of the catalog is OK or SKIP, and the policy would do nothing.
+func TestWholeNodeHealthyKernelLogs(t *testing.T) {
+	logs, err := evidence.Logs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string][]string{"own boot": {}}
+	for _, l := range logs {
+		if !l.Expect.HealthyOtherwise || len(l.Expect.Verdicts) > 0 {
+			continue
+		}
+		lines, err := l.Lines()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases[l.Name] = lines
+	}
+	if len(cases) < 3 {
+		t.Fatalf("%d healthy logs, want the node's own and at least two real captures", len(cases))
+	}
+	for name, lines := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := wholeNode(t)
+			_, results := simRunKernel(t, cfg, "dgxh100", nil, lines, false)
+			rules := 0
+			for _, r := range results {
+				if r.Status != check.OK && r.Status != check.Skip {
+					t.Errorf("%s %s: %v %q", r.Check, r.Component, r.Status, r.Message)
+				}
+				if r.Check == "gpu.xid" || r.Check == "host.kernel" || r.Check == "fabric.sxid" {
+					rules++
+				}
+			}
+			if rules < 3 {
+				t.Errorf("%d results of the rules over the kernel log, want all three", rules)
+			}
+			if out := dryRunPolicy(t, cfg, results); out.Kind != "none" {
+				t.Errorf("policy %s %q, want none", out.Kind, out.Detail)
+			}
+		})
+	}
 }
