@@ -8,6 +8,8 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/evidence"
+	"github.com/gpuhc/gpuhc/internal/gpu/sim"
 	"github.com/gpuhc/gpuhc/internal/sysfsfix"
 )
 
@@ -18,7 +20,18 @@ import (
 // what a site would write after --print-inventory.
 func wholeNode(t *testing.T) config.Config {
 	t.Helper()
-	root := sysfsfix.Tree(t, sysfsfix.H100NDR)
+	cfg := wholeNodeOn(t, sysfsfix.H100NDR)
+	cfg.Checks.IB.Exclude = []string{"mlx5_8"}
+	cfg.Checks.IB.Port.MinRateGbps = 400
+	return cfg
+}
+
+// wholeNodeOn is a whole node on the named sysfs tree: 8 GPUs, 8 IB
+// ports at least at their rate, Fabric Manager (and nvlsm, which an
+// NVLink5 baseboard needs: harmless elsewhere) running in its unit.
+func wholeNodeOn(t *testing.T, tree string) config.Config {
+	t.Helper()
+	root := sysfsfix.Tree(t, tree)
 	put := func(rel, content string) {
 		t.Helper()
 		p := filepath.Join(root, rel)
@@ -36,8 +49,12 @@ func wholeNode(t *testing.T) config.Config {
 	put("proc/2116/stat", "2116 (nv-fabricmanage) S 1 2116 2116 0 -1 4194624 1000 0 0 0 10 20 0 0 20 0 10 0 2000 123456789 2000 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0\n")
 	put("proc/2116/cmdline", "/usr/bin/nv-fabricmanager\x00-c\x00/usr/share/nvidia/nvswitch/fabricmanager.cfg\x00")
 	put("proc/2116/cgroup", "0::/system.slice/"+unit+"\n")
-	put("sys/fs/cgroup/system.slice/"+unit+"/cgroup.procs", "2116\n")
 	put("var/log/fabricmanager.log", "[Nov 30 2026 03:00:01] [INFO] [tid 2116] Fabric Manager version 550.54.15 is running\n")
+	// nvlsm, started by nvidia-fabricmanager-start.sh in the same unit.
+	put("proc/2117/stat", "2117 (nvlsm) S 1 2117 2117 0 -1 4194624 1000 0 0 0 10 20 0 0 20 0 10 0 2100 123456789 2000 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0\n")
+	put("proc/2117/cmdline", "/opt/nvidia/nvlsm/sbin/nvlsm\x00-F\x00/usr/share/nvidia/nvlsm/nvlsm.conf\x00")
+	put("proc/2117/cgroup", "0::/system.slice/"+unit+"\n")
+	put("sys/fs/cgroup/system.slice/"+unit+"/cgroup.procs", "2116\n2117\n")
 
 	cfg := config.Default()
 	cfg.Root = root
@@ -47,9 +64,8 @@ func wholeNode(t *testing.T) config.Config {
 	cfg.Checks.GPU.Count.Expected = 8
 	cfg.Checks.Modules.Required = []string{"mlx5_ib", "nvidia_peermem"}
 	ib := &cfg.Checks.IB
-	ib.Exclude = []string{"mlx5_8"}
 	ib.Port.ExpectedHCAs, ib.Port.ExpectedActivePorts = 8, 8
-	ib.Port.MinRateGbps, ib.Port.LinkLayer, ib.Port.Inactive = 400, "InfiniBand", "fail"
+	ib.Port.MinRateGbps, ib.Port.LinkLayer, ib.Port.Inactive = 200, "InfiniBand", "fail"
 	cfg.Checks.Topology.NUMA = "fail"
 	cfg.Checks.Topology.SameSwitch = "fail"
 	return cfg
@@ -179,4 +195,72 @@ func splitLines(b []byte) [][]byte {
 		out = append(out, b[start:])
 	}
 	return out
+}
+
+// wholeNodes are the simulators as whole nodes: each on the sysfs tree
+// of its machine (the DGX H200 has the H100's board and buses).
+var wholeNodes = []struct {
+	model string
+	cfg   func(*testing.T) config.Config
+}{
+	{"dgxa100", func(t *testing.T) config.Config { return wholeNodeOn(t, sysfsfix.A100HDR) }},
+	{"dgxh100", wholeNode},
+	{"dgxh200", wholeNode},
+	{"dgxb200", func(t *testing.T) config.Config {
+		cfg := wholeNodeOn(t, sysfsfix.B200)
+		cfg.Checks.IB.Port.MinRateGbps = 400
+		return cfg
+	}},
+}
+
+// TestWholeNodeHealthyKernelLogs: every simulator as a healthy whole node
+// with every line of its kernel log judged (a replay of the whole log),
+// first its own boot, then with each healthy real capture of the evidence
+// corpus after it: every check of the catalog is OK or SKIP, and the
+// policy would do nothing.
+func TestWholeNodeHealthyKernelLogs(t *testing.T) {
+	logs, err := evidence.Logs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string][]string{"own boot": {}}
+	for _, l := range logs {
+		if !l.Expect.HealthyOtherwise || len(l.Expect.Verdicts) > 0 {
+			continue
+		}
+		lines, err := l.Lines()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases[l.Name] = lines
+	}
+	if len(cases) < 3 {
+		t.Fatalf("%d healthy logs, want the node's own and at least two real captures", len(cases))
+	}
+	if len(wholeNodes) != len(sim.Models()) {
+		t.Errorf("%d whole nodes, want one per simulator %q", len(wholeNodes), sim.Models())
+	}
+	for _, node := range wholeNodes {
+		for name, lines := range cases {
+			t.Run(node.model+"/"+name, func(t *testing.T) {
+				cfg := node.cfg(t)
+				_, results := simRunKernel(t, cfg, node.model, nil, lines, false)
+				seen := map[string]bool{}
+				for _, r := range results {
+					seen[r.Check] = true
+					if r.Status != check.OK && r.Status != check.Skip {
+						t.Errorf("%s %s: %v %q", r.Check, r.Component, r.Status, r.Message)
+					}
+				}
+				for _, name := range []string{"gpu.xid", "host.kernel", "fabric.sxid", "ib.port", "fabric.manager", "topology", "host.cpu"} {
+					if !seen[name] {
+						t.Errorf("%s did not report", name)
+					}
+				}
+				if out := dryRunPolicy(t, cfg, results); out.Kind != "none" {
+					t.Errorf("policy %s %q, want none", out.Kind, out.Detail)
+				}
+			})
+		}
+	}
 }

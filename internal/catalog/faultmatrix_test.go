@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/evidence"
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/gpu/sim"
 	"github.com/gpuhc/gpuhc/internal/kmsg"
@@ -36,6 +37,13 @@ type matrixCase struct {
 	// real runs that keep their counters and kernel-log cursor for the
 	// dry run. nil: the dry run is gpuhc's first on the node.
 	before [][]string
+	// kernel are lines (as text, any form --kernel-log takes) appended to
+	// the simulated machine's kernel log in the dry run, which then judges
+	// that whole log as a replay (--kernel-log): every line new, under a
+	// boot of its own (so a case with kernel lines has no before). "@id"
+	// is the text of the evidence corpus's item id (internal/evidence),
+	// so that the row says where its line comes from.
+	kernel []string
 	cfg    func(*config.Config)
 
 	check     string
@@ -90,6 +98,34 @@ func lostIDs(index, i int) func(sim.Model) check.IDs {
 }
 
 func noIDs(sim.Model) check.IDs { return check.IDs{} }
+
+// pciIDs: only a PCI address (a device the simulator does not have).
+func pciIDs(addr string) func(sim.Model) check.IDs {
+	return func(sim.Model) check.IDs { return check.IDs{PCIBusID: addr} }
+}
+
+// corpusLines resolves "@id" to the evidence corpus's item text.
+func corpusLines(t *testing.T, lines []string) []string {
+	t.Helper()
+	var out []string
+	for _, l := range lines {
+		id, ok := strings.CutPrefix(l, "@")
+		if !ok {
+			out = append(out, l)
+			continue
+		}
+		items, err := evidence.Kernel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(items, func(it evidence.KernelItem) bool { return it.ID == id })
+		if i < 0 {
+			t.Fatalf("no corpus item %q", id)
+		}
+		out = append(out, items[i].Text)
+	}
+	return out
+}
 
 func sameIDs(got, want check.IDs) bool {
 	if (got.GPUIndex == nil) != (want.GPUIndex == nil) || (got.GPUIndex != nil && *got.GPUIndex != *want.GPUIndex) {
@@ -471,6 +507,95 @@ var faultMatrix = []matrixCase{
 		message: "NVML did not answer in {N}s",
 		reason:  "gpuhc: gpu.config: gpu2 (SN 1795124000002, 0000:52:00.0): NVML did not answer in {N}s (+8 more)",
 	},
+
+	// ---- the kernel log: real lines of the evidence corpus ----
+	{
+		// The driver's own verdict, on a GPU NVML does not show: named by
+		// its PCI address.
+		name: "h100 xid 154 node reboot line", model: "dgxh100", kernel: []string{"@xid154-node-reboot-synthetic"},
+		check: "gpu.xid", status: check.Fail, action: check.ActionReboot, ids: pciIDs("0000:04:00.0"),
+		message: "XID 154 GPU recovery action changed: Node Reboot Required",
+		reason:  "gpuhc: gpu.xid: 0000:04:00.0: XID 154 GPU recovery action changed: Node Reboot Required",
+	},
+	{
+		// A healthy B200's NVLink5 line: IGNORE in NVIDIA's decode, so not
+		// reported (its GPU, 0018:01:00, is not one of the simulator's):
+		// nothing FAILs and the outcome is none.
+		name: "b200 xid 145 nonfatal", model: "dgxb200", kernel: []string{"@xid145-rlw-rxpipe-nonfatal-gpud-pr1174"},
+		check: "gpu.xid", component: "gpu0", status: check.OK, action: check.ActionNone, ids: gpuIDs(0),
+		message: "no XIDs",
+	},
+	{
+		name: "a100 xid 79 on a PCI id the simulator lacks", model: "dgxa100", kernel: []string{"@xid79-gpu-burn-1"},
+		check: "gpu.xid", status: check.Fail, action: check.ActionReboot, ids: pciIDs("0000:02:00.0"),
+		message: "XID 79 GPU has fallen off the bus",
+		reason:  "gpuhc: gpu.xid: 0000:02:00.0: XID 79 GPU has fallen off the bus",
+	},
+	{
+		name: "h100 sxid fatal", model: "dgxh100", kernel: []string{"@sxid20034-fatal-link48-gpud-sxid-readme"},
+		check: "fabric.sxid", status: check.Fail, action: check.ActionResetGPU, ids: pciIDs("0000:06:00.0"),
+		message: "nvswitch1 link 48: SXid 20034 LTSSM Fault Up (fatal): reset every GPU and NVSwitch of the fabric together (1 this boot)",
+		reason:  "gpuhc: fabric.sxid: 0000:06:00.0: nvswitch1 link 48: SXid 20034 LTSSM Fault Up (fatal): reset every GPU and NVSwitch of the fabric together (1 this boot)",
+	},
+	{
+		name: "h200 sxid non-fatal", model: "dgxh200", kernel: []string{"@sxid12028-nonfatal-first-gpud-sxid-test"},
+		check: "fabric.sxid", component: "0000:05:00.0", status: check.Warn, action: check.ActionNone, ids: pciIDs("0000:05:00.0"),
+		message: "nvswitch3 link 32: SXid 12028 egress non-posted PRIV error (non-fatal) (1 this boot)",
+	},
+	{
+		name: "h100 aer fatal", model: "dgxh100", kernel: []string{"@aer-fatal-above-2080ti-vgpu-unlock-114"},
+		check: "host.kernel", status: check.Fail, action: check.ActionReboot, ids: pciIDs("0000:00:01.1"),
+		message: "PCIe AER uncorrected fatal error: pcieport 0000:00:01.1: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Receiver ID) (1 this boot)",
+		reason:  "gpuhc: host.kernel: 0000:00:01.1: PCIe AER uncorrected fatal error: pcieport 0000:00:01.1: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Receiver ID) (1 this boot)",
+	},
+	{
+		name: "a100 edac uncorrected", model: "dgxa100", kernel: []string{"@edac-ue-ovro-lwa-117"},
+		check: "host.kernel", status: check.Fail, action: check.ActionDrain, ids: noIDs,
+		message: "uncorrected memory error (EDAC): EDAC MC3: 1 UE memory read error on CPU_SrcID#1_MC#1_Chan#2_DIMM#0 (channel:2 slot:0 page:0xb757589 offset:0x140 grain:32 -  OVERFLOW err_code:0101... (1 this boot)",
+		reason:  "gpuhc: host.kernel: mc3: uncorrected memory error (EDAC): EDAC MC3: 1 UE memory read error on CPU_SrcID#1_MC#1_Chan#2_DIMM#0 (channel:2 slot:0 page:0xb757589 offset:0x140 grain:32 - OVERFLOW err_code:0101... (1 this boot)",
+	},
+	{
+		name: "h200 soft lockup", model: "dgxh200", kernel: []string{"@softlockup-deepspeed-925"},
+		check: "host.kernel", status: check.Fail, action: check.ActionReboot, ids: noIDs,
+		message: "soft lockup: watchdog: BUG: soft lockup - CPU#7 stuck for 23s! [pytest:25222] (1 this boot)",
+		reason:  "gpuhc: host.kernel: cpu7: soft lockup: watchdog: BUG: soft lockup - CPU#7 stuck for 23s! [pytest:25222] (1 this boot)",
+	},
+	{
+		name: "b200 nvme i/o error", model: "dgxb200", kernel: []string{"@blkerr-nvme-read-crucible-1844"},
+		check: "host.kernel", status: check.Fail, action: check.ActionDrain, ids: noIDs,
+		message: "block I/O error: I/O error, dev nvme0n1, sector 131209936 op 0x0:(READ) flags 0x80700 phys_seg 25 prio class 0 (1 this boot)",
+		reason:  "gpuhc: host.kernel: nvme0n1: block I/O error: I/O error, dev nvme0n1, sector 131209936 op 0x0:(READ) flags 0x80700 phys_seg 25 prio class 0 (1 this boot)",
+	},
+	{
+		name: "h100 ext4 remounted read-only", model: "dgxh100", kernel: []string{"@ext4-remount-ro-rockchip-970"},
+		check: "host.kernel", status: check.Fail, action: check.ActionDrain, ids: noIDs,
+		message: "filesystem remounted read-only: EXT4-fs (nvme0n1p1): Remounting filesystem read-only (1 this boot)",
+		reason:  "gpuhc: host.kernel: nvme0n1p1: filesystem remounted read-only: EXT4-fs (nvme0n1p1): Remounting filesystem read-only (1 this boot)",
+	},
+	{
+		name: "b200 mlx5 health compromised", model: "dgxb200", kernel: []string{"@mlx5-health-compromised-nvsentinel-test"},
+		check: "host.kernel", status: check.Fail, action: check.ActionReboot, ids: pciIDs("0000:41:00.0"),
+		message: "mlx5 firmware fatal error: mlx5_core 0000:41:00.0: poll_health:852:(pid 0): device's health compromised - reached miss count (1 this boot)",
+		reason:  "gpuhc: host.kernel: 0000:41:00.0: mlx5 firmware fatal error: mlx5_core 0000:41:00.0: poll_health:852:(pid 0): device's health compromised - reached miss count (1 this boot)",
+	},
+	{
+		name: "h200 oom kills slurmd", model: "dgxh200", kernel: []string{"@oom-slurmd-synthetic"},
+		check: "host.kernel", status: check.Fail, action: check.ActionDrain, ids: noIDs,
+		message: "OOM killer killed a node daemon: Out of memory: Killed process 2214 (slurmd) total-vm:398336kB, anon-rss:10240kB, file-rss:5120kB, shmem-rss:0kB, UID:0 pgtables:204kB oom_score_adj:0 (1 this boot)",
+		reason:  "gpuhc: host.kernel: slurmd: OOM killer killed a node daemon: Out of memory: Killed process 2214 (slurmd) total-vm:398336kB, anon-rss:10240kB, file-rss:5120kB, shmem-rss:0kB, UID:0 pgtables:204kB oom_score_adj:0 (1 this boot)",
+	},
+	{
+		// The job's own problem: Slurm reports it.
+		name: "a100 oom kills a user's python", model: "dgxa100", kernel: []string{"@oom-user-python-qaconv-19"},
+		check: "host.kernel", component: "host", status: check.OK, action: check.ActionNone, ids: noIDs,
+		message: "no host faults in the kernel log",
+	},
+	{
+		name: "b200 recovery action reboot", model: "dgxb200", inject: []string{"gpu2:recovery=reboot"},
+		check: "gpu.recovery", status: check.Fail, action: check.ActionReboot, ids: gpuIDs(2),
+		message: "GPU recovery action: Node Reboot Required",
+		reason:  "gpuhc: gpu.recovery: gpu2 (SN 1795124000002, 0000:52:00.0): GPU recovery action: Node Reboot Required",
+	},
 }
 
 // matrixConfig is the default configuration with the host checks off, so
@@ -500,14 +625,26 @@ func matrixConfig(t *testing.T, edit func(*config.Config)) config.Config {
 // the same budget as the program gives it.
 func simRun(t *testing.T, cfg config.Config, model string, inject []string, readOnly bool) (*sim.Machine, []check.Result) {
 	t.Helper()
+	return simRunKernel(t, cfg, model, inject, nil, readOnly)
+}
+
+// simRunKernel is simRun whose kernel log, when kernel is not nil, is the
+// simulated machine's followed by kernel, judged whole as a replay
+// (--simulate with --kernel-log of that log).
+func simRunKernel(t *testing.T, cfg config.Config, model string, inject, kernel []string, readOnly bool) (*sim.Machine, []check.Result) {
+	t.Helper()
 	m, err := sim.Build(model, inject)
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := statefile.Dir{Path: filepath.Join(cfg.StateDir, "simulated"), ReadOnly: readOnly}
+	src := kmsg.SimulatedSource(m.Kmsg, m.BootID, m.KmsgWatchedFrom())
+	if kernel != nil {
+		src = replaySource(t, strings.Join(append(slices.Clone(m.Kmsg), corpusLines(t, kernel)...), "\n"))
+	}
 	env := Env{
 		GPU:    gpu.NewNode(m.Server, cfg.Root, cfg.Checks.GPU.Count.Expected, model, gpu.WithBus(m.OnBus)),
-		Kernel: kmsg.NewLog(kmsg.SimulatedSource(m.Kmsg, m.BootID, m.KmsgWatchedFrom()), st),
+		Kernel: kmsg.NewLog(src, st),
 		State:  st,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Deadline.Duration)
@@ -565,7 +702,10 @@ func TestFaultMatrix(t *testing.T) {
 			for _, inject := range tc.before {
 				simRun(t, cfg, tc.model, inject, false)
 			}
-			m, results := simRun(t, cfg, tc.model, tc.inject, true)
+			if tc.kernel != nil && tc.before != nil {
+				t.Fatal("a case with kernel lines is its own boot: no before")
+			}
+			m, results := simRunKernel(t, cfg, tc.model, tc.inject, tc.kernel, true)
 			out := dryRunPolicy(t, cfg, results)
 			t.Logf("results:%s\noutcome: %s %q", dumpResults(results), out.Kind, out.Detail)
 
@@ -653,13 +793,16 @@ func TestFaultMatrix(t *testing.T) {
 }
 
 // TestFaultMatrixHealthy: each simulator, healthy, has no FAIL, WARN or
-// ERROR, and the policy would do nothing.
+// ERROR, with every line of its healthy boot log judged by the rules over
+// the kernel log, and the policy would do nothing.
 func TestFaultMatrixHealthy(t *testing.T) {
 	for _, model := range sim.Models() {
 		t.Run(model, func(t *testing.T) {
 			t.Parallel()
 			cfg := matrixConfig(t, nil)
-			_, results := simRun(t, cfg, model, nil, true)
+			// Every line of the healthy boot judged (a replay of the
+			// whole log), not only those after the simulated watch point.
+			_, results := simRunKernel(t, cfg, model, nil, []string{}, true)
 			checks := map[string]bool{}
 			for _, r := range results {
 				checks[r.Check] = true
@@ -671,7 +814,7 @@ func TestFaultMatrixHealthy(t *testing.T) {
 				}
 			}
 			if len(checks) != 14 {
-				t.Errorf("%d checks reported, want the 12 gpu.* checks and the 2 other kernel-log rules: %v", len(checks), checks)
+				t.Errorf("%d checks reported, want the 12 gpu.* checks, host.kernel and fabric.sxid: %v", len(checks), checks)
 			}
 			if out := dryRunPolicy(t, cfg, results); out.Kind != policy.Nothing || out.Detail != "" {
 				t.Errorf("outcome %s %q, want none", out.Kind, out.Detail)

@@ -30,7 +30,7 @@ func TestKernelChecks(t *testing.T) {
 	if got := names(Tasks(cfg, Env{})); !slices.Contains(got, "host.kernel") || !slices.Contains(got, "fabric.sxid") {
 		t.Errorf("without a kernel-log pass: %q", got)
 	}
-	env := Env{Kernel: replayLog(t, "boot-1"), State: statefile.Dir{Path: t.TempDir()}}
+	env := Env{Kernel: replayLog(t), State: statefile.Dir{Path: t.TempDir()}}
 	if got := names(Tasks(cfg, env)); !slices.Contains(got, "host.kernel") || !slices.Contains(got, "fabric.sxid") {
 		t.Errorf("with a kernel-log pass: %q", got)
 	}
@@ -46,7 +46,7 @@ func TestKernelReasons(t *testing.T) {
 	cfg := config.Default()
 	cfg.Root = t.TempDir() // no PCI bus: a non-fatal AER could not be placed
 	cfg.Checks.Kernel.Override = []config.KernelOverride{{Rule: "hung_task", Status: "ok"}}
-	r := replayLog(t, "boot-1",
+	r := replayLog(t,
 		"INFO: task kworker/2:1:5747 blocked for more than 120 seconds.",
 		"nvidia-nvswitch0: SXid (PCI:0000:c2:00.0): 20034, Fatal, Link 28 LTSSM Fault Up",
 		"nvidia 0000:1a:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Receiver ID)",
@@ -79,17 +79,28 @@ func TestKernelReasons(t *testing.T) {
 	}
 }
 
-// replayLog is a kernel-log pass over texts, as --kernel-log replays a
-// saved log: every line new.
-func replayLog(t *testing.T, boot string, texts ...string) *kmsg.Log {
+// replayLog is a kernel-log pass over texts, as --kernel-log replays
+// them (kmsg.Replay of a saved file): every line new, under a boot id of
+// the file's own.
+//
+// The file is the way in because a text line's level is unknown (-1),
+// which a /dev/kmsg record string cannot say: written back as one
+// ("-1,0,0,-;...") it would not parse and the line would be lost.
+func replayLog(t *testing.T, texts ...string) *kmsg.Log {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), boot+".log")
-	if err := os.WriteFile(path, []byte(strings.Join(texts, "\n")+"\n"), 0o644); err != nil {
+	return kmsg.NewLog(replaySource(t, strings.Join(texts, "\n")), statefile.Dir{Path: t.TempDir()})
+}
+
+// replaySource is kmsg.Replay of a file holding log.
+func replaySource(t *testing.T, log string) kmsg.Source {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kernel.log")
+	if err := os.WriteFile(path, []byte(log+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	src, err := kmsg.Replay(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return kmsg.NewLog(src, statefile.Dir{Path: t.TempDir()})
+	return src
 }

@@ -47,6 +47,16 @@ type Rule struct {
 // pciName is a PCI function as the kernel's dev_printk names it.
 const pciName = `[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]`
 
+// aerLine matches AER's lines for an uncorrected error of severity sev
+// (Fatal, Non-Fatal): the detail line on the device in error, or the
+// root port's summary naming the source (the port itself for "id=").
+func aerLine(sev string) string {
+	uncorrected := `Uncorrect(?:ed|able) \(` + sev + `\)`
+	return `^\S+ (?P<c>` + pciName + `): (?:AER: )?PCIe Bus Error: severity=` + uncorrected +
+		`|^\S+ ` + pciName + `: AER: (?:Multiple |first )?` + uncorrected + ` error (?:message )?received(?::| from) (?P<c>` + pciName + `)` +
+		`|^\S+ (?P<c>` + pciName + `): AER: (?:Multiple |first )?` + uncorrected + ` error received: id=`
+}
+
 func asIs(s string) string { return s }
 func cpu(s string) string  { return "cpu" + s }
 func mc(s string) string   { return "mc" + s }
@@ -69,17 +79,25 @@ var Rules = []Rule{
 	{
 		// drivers/pci/pcie/aer.c aer_print_error: printed on the device that
 		// reported the error, at KERN_ERR; "AER: " since 5.x, and
-		// "Uncorrectable" instead of "Uncorrected" since 6.16.
+		// "Uncorrectable" instead of "Uncorrected" since 6.16. Also the
+		// root port's summary, aer_print_port_info (KERN_INFO): "AER:
+		// [Multiple ]Uncorrected (Fatal) error received: 0000:03:00.0"
+		// (6.x: "error message received from"), naming the error's
+		// source, or on 3.x-4.x "received: id=0010" (then the port). It
+		// says the same error (the same device is one episode) and counts
+		// where its level is unknown (a pasted log, which may have lost
+		// the detail line); on a node its info level keeps it out, and the
+		// detail line carries the verdict.
 		Name: "aer_fatal", What: "PCIe AER uncorrected fatal error",
-		Has:      []string{"PCIe Bus Error: severity=Uncorrect"},
-		Match:    regexp.MustCompile(`^\S+ (?P<c>` + pciName + `): (?:AER: )?PCIe Bus Error: severity=Uncorrect(?:ed|able) \(Fatal\)`),
+		Has:      []string{"Uncorrect"},
+		Match:    regexp.MustCompile(aerLine(`Fatal`)),
 		MaxLevel: 3, Comp: pciaddr.Normalize,
 		Status: check.Fail, Action: check.ActionReboot, Sticky: true,
 	},
 	{
 		Name: "aer_nonfatal", What: "PCIe AER uncorrected non-fatal error",
-		Has:      []string{"PCIe Bus Error: severity=Uncorrect"},
-		Match:    regexp.MustCompile(`^\S+ (?P<c>` + pciName + `): (?:AER: )?PCIe Bus Error: severity=Uncorrect(?:ed|able) \(Non-Fatal\)`),
+		Has:      []string{"Uncorrect"},
+		Match:    regexp.MustCompile(aerLine(`Non-Fatal`)),
 		MaxLevel: 3, Comp: pciaddr.Normalize,
 		Status: check.Fail, Action: check.ActionDrain, OffPath: check.Warn, Sticky: true,
 	},
@@ -129,13 +147,13 @@ var Rules = []Rule{
 	},
 	{
 		// kernel/hung_task.c check_hung_task, KERN_ERR: "INFO: task
-		// comm:pid blocked for more than 120 seconds." Only kernel threads
-		// count (a name with a "/", as kworker/u16:2 or jbd2/nvme0n1p1-8, or
-		// one of the memory and journal threads): a user's process stuck on
-		// its own network filesystem is its job's problem.
-		Name: "hung_task", What: "kernel thread hung",
+		// comm:pid blocked for more than 120 seconds." Any task (BRIEF.md's
+		// host rules): a user's process stuck in D state is most often
+		// stuck in a driver (nvidia-container-cli in nvidia_uvm), which is
+		// what an admin wants to see; a WARN never drains.
+		Name: "hung_task", What: "task hung",
 		Has:      []string{"blocked for more than"},
-		Match:    regexp.MustCompile(`^INFO: task (?:[^\s/]+/\S+?|k(?:swapd|compactd|hugepaged|thread|auditd|journald|smd)\w*):\d+ blocked for more than \d+ seconds`),
+		Match:    regexp.MustCompile(`^INFO: task \S+:\d+ blocked for more than \d+ seconds`),
 		MaxLevel: 4, Fixed: "kernel",
 		Status: check.Warn, Action: check.ActionNone,
 	},
@@ -150,8 +168,12 @@ var Rules = []Rule{
 		// Loop devices (a squashfs whose file went), CD-ROMs and RAM disks
 		// never count.
 		Name: "io_error", What: "block I/O error",
-		Has:      []string{" error, dev "},
-		Match:    regexp.MustCompile(`(?:^|: )(?:I/O|critical medium|critical target|critical nexus|timeout|protection) error, dev (?P<c>[^,\s]+), sector`),
+		// fs/buffer.c buffer_io_error: "Buffer I/O error on dev sdb,
+		// logical block 0, …" ("on device" before 4.x) reports the same
+		// failed I/O from the buffer layer; both prints are rate-limited
+		// on their own, so either may stand alone.
+		Has:      []string{" error, dev ", "Buffer I/O error on dev"},
+		Match:    regexp.MustCompile(`(?:^|: )(?:I/O|critical medium|critical target|critical nexus|timeout|protection) error, dev (?P<c>[^,\s]+), sector|^Buffer I/O error on dev(?:ice)? (?P<c>[^,\s]+), logical block`),
 		MaxLevel: 4, Comp: asIs,
 		Ignore: regexp.MustCompile(`^(?:loop|sr|ram|zram|fd|nbd)\d+$`),
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
@@ -205,20 +227,25 @@ var Rules = []Rule{
 		// (sdb6): Filesystem has been shut down due to log error (0x2)."; also
 		// "Corruption of in-memory data (0x8) detected at … Shutting down
 		// filesystem."
+		// Before 5.x the alert is preceded by "XFS (dm-11):
+		// xfs_do_force_shutdown(0x8) called from line 3486 of file …"
+		// (xfs_notice, level 5), printed only on a shutdown.
 		Name: "xfs_shutdown", What: "XFS filesystem shut down",
 		Has:      []string{"XFS ("},
-		Match:    regexp.MustCompile(`^XFS \((?P<c>[^)]+)\): (?:.*[Ss]hutting down filesystem|Filesystem has been shut down)`),
-		MaxLevel: 4, Comp: asIs,
+		Match:    regexp.MustCompile(`^XFS \((?P<c>[^)]+)\): (?:.*[Ss]hutting down filesystem|Filesystem has been shut down|xfs_do_force_shutdown\(0x[0-9a-f]+\) called from line)`),
+		MaxLevel: 5, Comp: asIs,
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
 	},
 	{
 		// drivers/net/ethernet/mellanox/mlx5/core/health.c poll_health
 		// (mlx5_core_err): "device's health compromised - reached miss count"
 		// (the firmware stopped answering), "Fatal error 1 detected" (a fatal
-		// sensor: firmware or hardware).
+		// sensor: firmware or hardware); print_health_info, printed once
+		// the device is in a fatal state, gives the health syndrome: "synd
+		// 0x8: unrecoverable hardware error" (hsynd_str).
 		Name: "mlx5_fatal", What: "mlx5 firmware fatal error",
-		Has:      []string{"health compromised", "Fatal error "},
-		Match:    regexp.MustCompile(`^mlx5_core (?P<c>` + pciName + `): (?:\S+:\d+:\(pid \d+\): )?(?:device's health compromised|Fatal error \d+ detected)`),
+		Has:      []string{"health compromised", "Fatal error ", "synd 0x"},
+		Match:    regexp.MustCompile(`^mlx5_core (?P<c>` + pciName + `): (?:\S+:\d+:\(pid \d+\): )?(?:device's health compromised|Fatal error \d+ detected|synd 0x[0-9a-f]+: )`),
 		MaxLevel: 4, Comp: pciaddr.Normalize,
 		Status: check.Fail, Action: check.ActionReboot, Sticky: true,
 	},

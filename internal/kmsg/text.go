@@ -27,6 +27,9 @@ import (
 //	[  219.470123] host kernel: text                 journalctl -k -o short-monotonic
 //	Mar  5 22:23:56 host kernel: [  219.47] text     syslog, journalctl -k (short, short-precise)
 //	2024-03-05T22:23:56.123456+00:00 host kernel: text   RFC 3339 syslog, journalctl -o short-iso
+//	Mar 27 17:40:36 kernel: text, kernel: text       journal pastes without the host, or with only "kernel:"
+//	[  +0.000001] text                               dmesg -H (relative time: not kept)
+//	kern  :warn  : 2025-01-21T04:41:44,283302+00:00 text   dmesg -x --time-format iso
 //	NVRM: Xid (PCI:0000:3b:00): 79, ...              a bare kernel line, as pasted in bug reports
 //
 // Syslog lines count only from "kernel:"; another program's line is not
@@ -38,13 +41,19 @@ var (
 	rawPrefix = regexp.MustCompile(`^<([0-9]{1,4})>(.*)$`)
 	// "kern  :warn  : [  219.470123] text" (dmesg -x).
 	decoded = regexp.MustCompile(`^([a-z]+) *:([a-z]+) *: ?(.*)$`)
-	// "[  219.470123] text": seconds and microseconds since boot.
-	monotonic = regexp.MustCompile(`^\[ *([0-9]+)\.([0-9]{1,9})\] ?(.*)$`)
+	// "[  219.470123] text": seconds and microseconds since boot; "[
+	// +0.000001]" (dmesg -H) is the time since the line before.
+	monotonic = regexp.MustCompile(`^\[ *(\+?)([0-9]+)\.([0-9]{1,9})\] ?(.*)$`)
+	// "2025-01-21T04:41:44,283302+00:00 text" (dmesg --time-format iso).
+	isoStamp = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})? (.*)$`)
 	// "[Tue Mar  5 22:23:56 2024] text" (dmesg -T).
 	wallClock = regexp.MustCompile(`^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4}\] ?(.*)$`)
 	// "Mar  5 22:23:56[.123456] host prog[pid]: text" (BSD syslog,
 	// journalctl's short and short-precise).
-	bsdSyslog = regexp.MustCompile(`^[A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)? (\S+) ([^\s:\[]+)(?:\[[0-9]+\])?: ?(.*)$`)
+	// The day may be unpadded ("Dec 1"), and journal pastes may leave the
+	// host out ("Mar 27 17:40:36 kernel: text", hostless).
+	bsdSyslog = regexp.MustCompile(`^[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)? +(\S+) ([^\s:\[]+)(?:\[[0-9]+\])?: ?(.*)$`)
+	hostless  = regexp.MustCompile(`^(?:[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)? +)?kernel: ?(.*)$`)
 	// "2024-03-05T22:23:56.123456+00:00 host prog[pid]: text" (RFC 3339
 	// syslog, journalctl -o short-iso and short-iso-precise).
 	isoSyslog = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})? (\S+) ([^\s:\[]+)(?:\[[0-9]+\])?: ?(.*)$`)
@@ -80,41 +89,36 @@ func ParseText(line string) (r Record, ok bool) {
 		}
 	}
 	r = Record{Level: -1, Flags: "-"}
+	dmesg := false // dmesg -r or -x: what follows is dmesg's, no syslog
 	if m := rawPrefix.FindStringSubmatch(line); m != nil {
 		pri, _ := strconv.Atoi(m[1])
 		r.Facility, r.Level = pri>>3, pri&7
-		line = m[2]
+		line, dmesg = m[2], true
 	} else if m := decoded.FindStringSubmatch(line); m != nil {
 		if lv, known := levels[m[2]]; known {
 			if m[1] != "kern" {
 				return Record{}, false
 			}
-			r.Level, line = lv, m[3]
+			r.Level, line, dmesg = lv, m[3], true
 		}
 	}
-	switch m := bsdSyslog.FindStringSubmatch(line); {
-	case m == nil && isoDmesg.MatchString(line):
-		line = isoDmesg.FindStringSubmatch(line)[1]
-	case m != nil:
-		if m[2] != "kernel" {
+	if !dmesg {
+		var kernel bool
+		if line, kernel = syslogText(line); !kernel {
 			return Record{}, false
-		}
-		line = m[3]
-	default:
-		if m := isoSyslog.FindStringSubmatch(line); m != nil {
-			if m[2] != "kernel" {
-				return Record{}, false
-			}
-			line = m[3]
 		}
 	}
 	if m := monotonic.FindStringSubmatch(line); m != nil {
-		r.TimeUsec = usec(m[1], m[2])
-		line = m[3]
+		if m[1] == "" {
+			r.TimeUsec = usec(m[2], m[3])
+		}
+		line = m[4]
 		if m := monoHost.FindStringSubmatch(line); m != nil {
 			line = m[1]
 		}
 	} else if m := wallClock.FindStringSubmatch(line); m != nil {
+		line = m[1]
+	} else if m := isoStamp.FindStringSubmatch(line); m != nil && dmesg {
 		line = m[1]
 	}
 	if m := callerID.FindStringSubmatch(line); m != nil {
@@ -122,6 +126,24 @@ func ParseText(line string) (r Record, ok bool) {
 	}
 	r.Text = line
 	return r, true
+}
+
+// syslogText is a syslog or journal line's message, and whether the
+// line is the kernel's; a line in no syslog form is returned as it is.
+func syslogText(line string) (string, bool) {
+	if m := isoDmesg.FindStringSubmatch(line); m != nil {
+		return m[1], true
+	}
+	if m := hostless.FindStringSubmatch(line); m != nil {
+		return m[1], true
+	}
+	if m := bsdSyslog.FindStringSubmatch(line); m != nil {
+		return m[3], m[2] == "kernel"
+	}
+	if m := isoSyslog.FindStringSubmatch(line); m != nil {
+		return m[3], m[2] == "kernel"
+	}
+	return line, true
 }
 
 // usec is "219" "47" as microseconds (219.47 s).

@@ -44,6 +44,15 @@ func TestParseText(t *testing.T) {
 		{"journalctl -o short-iso", "2024-03-05T22:23:56+0000 gpu001 kernel: " + xid79, true, -1, 0, xid79},
 		{"rsyslog RFC 3339", "2024-03-05T22:23:56.123456+00:00 gpu001 kernel: [  219.470123] " + xid79, true, -1, 219470123, xid79},
 		{"RFC 3339, Z", "2024-03-05T22:23:56Z gpu001 kernel: " + xid79, true, -1, 0, xid79},
+		// Forms pasted in public reports (testdata/evidence/kernel).
+		{"journal, no host", "Mar 27 17:40:36 kernel: " + xid79, true, -1, 0, xid79},
+		{"journal, no host, two spaces", "Feb 23 03:28:16  kernel: " + xid79, true, -1, 0, xid79},
+		{"journal, kernel: only", "kernel: [   17.982217] " + xid79, true, -1, 17982217, xid79},
+		{"syslog, unpadded day", "Dec 1 15:01:07 cluster1 kernel: " + xid79, true, -1, 0, xid79},
+		{"dmesg -H", "[  +0.000001] " + xid79, true, -1, 0, xid79},
+		{"dmesg -x --time-format iso", "kern  :warn  : 2025-01-21T04:41:44,283302+00:00 " + xid79, true, 4, 0, xid79},
+		{"dmesg -x iso, a device line", "kern  :err   : 2025-01-21T04:41:44,283302+00:00 mlx5_core 0000:41:00.0: x", true, 3, 0, "mlx5_core 0000:41:00.0: x"},
+		{"journal, no host, another program", "Mar 27 17:40:36 sshd[812]: " + xid79, false, 0, 0, ""},
 		// Another program's syslog line is not the kernel's, whatever it
 		// says.
 		{"syslog, another program", "Mar  5 22:23:56 gpu001 python3[4121]: " + xid79, false, 0, 0, ""},

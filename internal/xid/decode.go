@@ -40,7 +40,7 @@ func catalogVerdict(e Event, others []Event) Verdict {
 	case WorkflowXID48:
 		return decode48(e, others)
 	case WorkflowNVLinkErr:
-		return Verdict{Status: check.Fail, Action: check.ActionResetGPU, Message: describe(e.XID) + linkOf(e.Text)}
+		return decode74(e)
 	case WorkflowNVLink5Err:
 		return decodeNVLink5(e)
 	case WorkflowXID154:
@@ -54,8 +54,14 @@ func catalogVerdict(e Event, others []Event) Verdict {
 // decode45: "Solo: RESTART_FM; Not Solo: IGNORE (follow other Xid)"
 // (the catalogue's investigatory action for 45). The preemptive cleanup
 // after another XID on the same GPU is that XID's consequence, and that
-// XID carries the verdict; alone it is reported.
+// XID carries the verdict; alone it is reported. A line that names the
+// XID it follows ("... caused by previous Xid 149", open-gpu-kernel-
+// modules) is not solo whatever the batch holds: that XID may have been
+// judged in an earlier run.
 func decode45(e Event, others []Event) Verdict {
+	if m := previousXID.FindStringSubmatch(e.Text); m != nil {
+		return Verdict{Status: check.OK, Message: fmt.Sprintf("%s (follows XID %s)", describe(45), m[1])}
+	}
 	for _, o := range others {
 		if o.XID != 45 {
 			return Verdict{Status: check.OK, Message: fmt.Sprintf("%s (follows XID %d)", describe(45), o.XID)}
@@ -63,6 +69,9 @@ func decode45(e Event, others []Event) Verdict {
 	}
 	return Verdict{Status: check.Warn, Message: describe(45)}
 }
+
+// previousXID is how a 45 names the XID it cleans up after.
+var previousXID = regexp.MustCompile(`\bcaused by previous Xid ([0-9]{1,3})\b`)
 
 // decode48: a double-bit ECC error. On GPUs with error containment
 // (Ampere and later) the driver follows it with XID 94 (contained: the
@@ -81,6 +90,65 @@ func decode48(e Event, others []Event) Verdict {
 		return Verdict{Status: check.Warn, Message: describe(48) + " (contained: XID 94)"}
 	}
 	return Verdict{Status: check.Fail, Action: check.ActionResetGPU, Message: describe(48)}
+}
+
+// nvlinkRegs is XID 74's seven error registers after its link:
+//
+//	NVLink: fatal error detected on link 14(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)
+var nvlinkRegs = regexp.MustCompile(`(?i)\blink\s*[0-9]{1,3}\s*\(\s*(0x[0-9a-f]{1,8}(?:\s*,\s*0x[0-9a-f]{1,8}){6})\s*\)`)
+
+// bits is a mask of the given bit numbers.
+func bits(n ...int) uint32 {
+	var m uint32
+	for _, b := range n {
+		m |= 1 << b
+	}
+	return m
+}
+
+// The catalogue's WORKFLOW_NVLINK_ERR (XID 74; quoted in
+// tanishagoyal2/NVSentinel docs/designs/019-workflow-nvlink-err.md
+// @ed9e947): per register (the first, third, fourth and fifth are valid
+// on Hopper), the bits that "can be safely ignored" or mean "continue
+// operation", and those to act on only when repeated ("if seen
+// repeatedly", "more than 2 times on the same link": counted, so one
+// sighting is reported). Every other bit (mechanical, signal-integrity,
+// "not expected", the sympathetic bits seen solo) and any bit in a
+// register the workflow does not read keeps the reset.
+var (
+	nvlinkIgnore = [7]uint32{0: bits(0, 23, 30), 4: bits(20, 23, 26, 29)}
+	nvlinkRepeat = [7]uint32{0: bits(4, 5, 27, 29), 2: bits(0, 1, 2, 6, 16, 17, 18, 19), 4: bits(18, 19, 21, 22, 24, 25, 27, 28)}
+)
+
+// decode74 judges XID 74 by its registers: only ignorable bits -> OK,
+// only bits NVIDIA acts on when repeated -> WARN, anything else (or no
+// registers to read) -> reset the GPU.
+func decode74(e Event) Verdict {
+	reset := Verdict{Status: check.Fail, Action: check.ActionResetGPU, Message: describe(74) + linkOf(e.Text)}
+	m := nvlinkRegs.FindStringSubmatch(e.Text)
+	if m == nil {
+		return reset
+	}
+	repeat, any := false, false
+	for i, f := range strings.Split(m[1], ",") {
+		v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(strings.TrimSpace(f)), "0x"), 16, 32)
+		if err != nil {
+			return reset
+		}
+		r := uint32(v)
+		any = any || r != 0
+		if r&^(nvlinkIgnore[i]|nvlinkRepeat[i]) != 0 {
+			return reset
+		}
+		repeat = repeat || r&nvlinkRepeat[i] != 0
+	}
+	switch {
+	case !any:
+		return reset
+	case repeat:
+		return Verdict{Status: check.Warn, Message: describe(74) + linkOf(e.Text) + " (NVIDIA acts on these bits only when they repeat)"}
+	}
+	return Verdict{Status: check.OK, Message: describe(74) + linkOf(e.Text) + " (bits NVIDIA says to ignore)"}
 }
 
 var linkNumber = regexp.MustCompile(`(?i)\blink\s*#?\s*([0-9]{1,3})\b`)

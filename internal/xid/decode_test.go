@@ -102,10 +102,25 @@ func TestJudgeRealLines(t *testing.T) {
 			check.Warn, check.ActionNone, "XID 31 GPU memory page fault"},
 		{"63", "NVRM: Xid (PCI:0000:01:00): 63, Row remapping pending",
 			check.OK, check.ActionNone, "XID 63 ECC page retirement or row remapping recording event"},
-		// 74: WORKFLOW_NVLINK_ERR, a GPU reset ("Xid Errors": a GPU reset
-		// or reboot clears it); the simulator's R535 line.
-		{"74", "NVRM: Xid (PCI:0000:47:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link 14(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)",
-			check.Fail, check.ActionResetGPU, "XID 74 NVLink error: link 14"},
+		// 74: WORKFLOW_NVLINK_ERR decodes the registers. [NVSentinel design
+		// 019] register 2 bit 16 only: "if seen repeatedly, run Field Diags
+		// and report a bug": one sighting is reported.
+		{"74 reg2 bit 16", "NVRM: Xid (PCI:0000:47:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link 14(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)",
+			check.Warn, check.ActionNone, "XID 74 NVLink error: link 14 (NVIDIA acts on these bits only when they repeat)"},
+		// [synthetic, the same form] register 0 bit 8: "check link
+		// mechanical connections": a reset, as any bit not named soft.
+		{"74 reg0 bit 8", "NVRM: Xid (PCI:0000:47:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link 3(0x100, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0)",
+			check.Fail, check.ActionResetGPU, "XID 74 NVLink error: link 3"},
+		{"74 soft and hard bits", "NVRM: Xid (PCI:0000:47:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link 3(0x1000, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)",
+			check.Fail, check.ActionResetGPU, "XID 74 NVLink error: link 3"},
+		// register 4 bit 20: "a threshold of ECC errors ... Continue operation".
+		{"74 reg4 bit 20", "NVRM: Xid (PCI:0000:47:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link 3(0x0, 0x0, 0x0, 0x0, 0x100000, 0x0, 0x0)",
+			check.OK, check.ActionNone, "XID 74 NVLink error: link 3 (bits NVIDIA says to ignore)"},
+		// a register the workflow does not read, or no registers: a reset.
+		{"74 reg1", "NVRM: Xid (PCI:0000:47:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link 3(0x0, 0x1, 0x0, 0x0, 0x0, 0x0, 0x0)",
+			check.Fail, check.ActionResetGPU, "XID 74 NVLink error: link 3"},
+		{"74 no registers", "NVRM: Xid (PCI:0000:47:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link 3",
+			check.Fail, check.ActionResetGPU, "XID 74 NVLink error: link 3"},
 		// [synthetic] a GPU behind Intel VMD: the 5-digit domain parses.
 		{"79 VMD domain", "NVRM: Xid (PCI:10000:01:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
 			check.Fail, check.ActionReboot, "XID 79 GPU has fallen off the bus"},
@@ -141,6 +156,10 @@ func TestJudgeWithOthers(t *testing.T) {
 		want  []vv
 	}{
 		{"45 solo", []string{x45}, []vv{{check.Warn, check.ActionNone}}},
+		// [open-gpu-kernel-modules#1150] the line names the XID it follows,
+		// judged in an earlier run: not solo.
+		{"45 naming a previous 149", []string{"NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149"},
+			[]vv{{check.OK, check.ActionNone}}},
 		{"45 after 48", []string{x48, x45}, []vv{{check.Fail, check.ActionResetGPU}, {check.OK, check.ActionNone}}},
 		// [forum] the 62, its 154 and the cleanup 45 of one crash.
 		{"45 after 62 and 154", []string{x62, x154, x45}, []vv{{check.Fail, check.ActionResetGPU}, {check.Fail, check.ActionResetGPU}, {check.OK, check.ActionNone}}},
