@@ -131,7 +131,7 @@ func (c *kernelCheck) match(ctx context.Context, r *Rule, l kmsg.Line) (Finding,
 		return Finding{}, false
 	}
 	m := r.Match.FindStringSubmatch(l.Text)
-	if m == nil {
+	if m == nil || (r.Unless != nil && r.Unless.MatchString(l.Text)) {
 		return Finding{}, false
 	}
 	comp := r.Fixed

@@ -314,3 +314,15 @@ func TestQuietRunWritesNothing(t *testing.T) {
 		t.Errorf("a run with a new WARN did not save %s", path)
 	}
 }
+
+// btrfs says "forced readonly" at KERN_INFO (btrfs_info): on a node, where
+// the level is known, it must still fire. Found in review.
+func TestBtrfsForcedReadonlyAtInfo(t *testing.T) {
+	n := newNode(t)
+	snap := replay("b", "BTRFS info (device nvme0n1p2): forced readonly")
+	snap.Lines[0].Level = 6
+	got := one(t, must(n.run(snap)))
+	if got.Status != check.Fail || got.Component != "nvme0n1p2" {
+		t.Errorf("%+v, want FAIL on nvme0n1p2", got)
+	}
+}

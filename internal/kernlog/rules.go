@@ -34,6 +34,8 @@ type Rule struct {
 	Fixed string
 	// Ignore: components that never count (loop devices, CD-ROMs).
 	Ignore *regexp.Regexp
+	// Unless: a matching line that also matches this does not count.
+	Unless *regexp.Regexp
 	Status check.Status
 	Action check.Action
 	// OffPath, when set, is the status for a PCI device that is neither a
@@ -56,6 +58,13 @@ func aerLine(sev string) string {
 		`|^\S+ ` + pciName + `: AER: (?:Multiple |first )?` + uncorrected + ` error (?:message )?received(?::| from) (?P<c>` + pciName + `)` +
 		`|^\S+ (?P<c>` + pciName + `): AER: (?:Multiple |first )?` + uncorrected + ` error received: id=`
 }
+
+// scratchDisks are block devices that never make a node unfit: loop
+// devices (a container's image file, a squashfs whose file went away),
+// CD-ROMs, RAM disks, zram, floppies and nbd. A user's own overlay image
+// (Apptainer --overlay) lives on a loop device, so its filesystem errors
+// are the user's.
+var scratchDisks = regexp.MustCompile(`^(?:loop|sr|ram|zram|fd|nbd)\d+(?:p\d+)?$`)
 
 func asIs(s string) string { return s }
 func cpu(s string) string  { return "cpu" + s }
@@ -141,7 +150,7 @@ var Rules = []Rule{
 		// rcu_sched_state detected stall on CPU 0".
 		Name: "rcu_stall", What: "RCU stall",
 		Has:      []string{"INFO: rcu_"},
-		Match:    regexp.MustCompile(`INFO: rcu_\w+ (?:detected stalls? on CPU|self-detected stall on CPU)`),
+		Match:    regexp.MustCompile(`INFO: rcu_\w+ (?:detected (?:expedited )?stalls? on CPU|self-detected stall on CPU)`),
 		MaxLevel: 4, Fixed: "kernel",
 		Status: check.Fail, Action: check.ActionReboot, Sticky: true,
 	},
@@ -175,7 +184,7 @@ var Rules = []Rule{
 		Has:      []string{" error, dev ", "Buffer I/O error on dev"},
 		Match:    regexp.MustCompile(`(?:^|: )(?:I/O|critical medium|critical target|critical nexus|timeout|protection) error, dev (?P<c>[^,\s]+), sector|^Buffer I/O error on dev(?:ice)? (?P<c>[^,\s]+), logical block`),
 		MaxLevel: 4, Comp: asIs,
-		Ignore: regexp.MustCompile(`^(?:loop|sr|ram|zram|fd|nbd)\d+$`),
+		Ignore: scratchDisks,
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
 	},
 	{
@@ -207,7 +216,10 @@ var Rules = []Rule{
 		Name: "fs_readonly", What: "filesystem remounted read-only",
 		Has:      []string{"Remounting filesystem read-only", "forced readonly"},
 		Match:    regexp.MustCompile(`^EXT[234]-fs \((?P<c>[^)]+)\): Remounting filesystem read-only|^BTRFS \w+ \(device (?P<c>[^)]+)\): forced readonly`),
-		MaxLevel: 4, Comp: asIs,
+		// btrfs_handle_fs_error prints "forced readonly" with btrfs_info
+		// (KERN_INFO): up to info, or it could never fire on a node.
+		MaxLevel: 6, Comp: asIs,
+		Ignore: scratchDisks,
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
 	},
 	{
@@ -219,6 +231,7 @@ var Rules = []Rule{
 		Has:      []string{"Aborting journal on device", "Detected aborted journal"},
 		Match:    regexp.MustCompile(`^Aborting journal on device (?P<c>\S+?)(?:-\d+)?\.$|^EXT4-fs error \(device (?P<c>[^)]+)\):.*Detected aborted journal`),
 		MaxLevel: 4, Comp: asIs,
+		Ignore: scratchDisks,
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
 	},
 	{
@@ -234,6 +247,7 @@ var Rules = []Rule{
 		Has:      []string{"XFS ("},
 		Match:    regexp.MustCompile(`^XFS \((?P<c>[^)]+)\): (?:.*[Ss]hutting down filesystem|Filesystem has been shut down|xfs_do_force_shutdown\(0x[0-9a-f]+\) called from line)`),
 		MaxLevel: 5, Comp: asIs,
+		Ignore: scratchDisks,
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
 	},
 	{
@@ -257,7 +271,14 @@ var Rules = []Rule{
 		// job's problem, and Slurm reports it.
 		Name: "oom_daemon", What: "OOM killer killed a node daemon",
 		Has:      []string{"Killed process "},
-		Match:    regexp.MustCompile(`Killed process \d+ \((?P<c>slurmd|munged|nvidia-persiste|nv-fabricmanage)\)`),
+		// Anchored at the line's start: "Memory cgroup out of memory:
+		// Killed process …" is a cgroup's own limit, a job's, never the
+		// node's daemons' (review: a job's process named slurmd, killed
+		// at its job's limit, drained the node). slurmd and
+		// nv-fabricmanager run as root; one whose line (4.19+) names
+		// another UID is a user's program of that name.
+		Match:    regexp.MustCompile(`^(?:Out of memory: )?Killed process \d+ \((?P<c>slurmd|munged|nvidia-persiste|nv-fabricmanage)\)`),
+		Unless:   regexp.MustCompile(`\((?:slurmd|nv-fabricmanage)\).* UID:[1-9]`),
 		MaxLevel: 4, Comp: daemon,
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
 	},
