@@ -28,8 +28,29 @@ var bucketVerdicts = map[Bucket]Verdict{
 	NotListed:        {Status: check.Warn},
 }
 
+// neighbours is what XIDs 45 and 48 need of the other XIDs of their GPU
+// in a batch, summed up once per batch: looking through the batch for
+// every XID would cost a storm of 45s the square of its length (review:
+// 99,000 of them timed gpu.xid out, which would then hold the cursor).
+type neighbours struct {
+	other        int // the first XID other than 45, 0 if none
+	has94, has95 bool
+}
+
+func neighboursOf(events []Event) neighbours {
+	var n neighbours
+	for _, o := range events {
+		if n.other == 0 && o.XID != 45 {
+			n.other = o.XID
+		}
+		n.has94 = n.has94 || o.XID == 94
+		n.has95 = n.has95 || o.XID == 95
+	}
+	return n
+}
+
 // catalogVerdict is the catalogue's verdict on e, workflows decoded.
-func catalogVerdict(e Event, others []Event) Verdict {
+func catalogVerdict(e Event, others neighbours) Verdict {
 	entry, ok := Lookup(e.XID)
 	if !ok {
 		return Verdict{Status: check.Warn, Message: describe(e.XID) + " (not in NVIDIA's catalogue)"}
@@ -58,14 +79,12 @@ func catalogVerdict(e Event, others []Event) Verdict {
 // XID it follows ("... caused by previous Xid 149", open-gpu-kernel-
 // modules) is not solo whatever the batch holds: that XID may have been
 // judged in an earlier run.
-func decode45(e Event, others []Event) Verdict {
+func decode45(e Event, others neighbours) Verdict {
 	if m := previousXID.FindStringSubmatch(e.Text); m != nil {
 		return Verdict{Status: check.OK, Message: fmt.Sprintf("%s (follows XID %s)", describe(45), m[1])}
 	}
-	for _, o := range others {
-		if o.XID != 45 {
-			return Verdict{Status: check.OK, Message: fmt.Sprintf("%s (follows XID %d)", describe(45), o.XID)}
-		}
+	if others.other != 0 {
+		return Verdict{Status: check.OK, Message: fmt.Sprintf("%s (follows XID %d)", describe(45), others.other)}
 	}
 	return Verdict{Status: check.Warn, Message: describe(45)}
 }
@@ -80,13 +99,8 @@ var previousXID = regexp.MustCompile(`\bcaused by previous Xid ([0-9]{1,3})\b`)
 // (https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/, "User
 // Visible Statistics"). A 48 with a 94 and no 95 follows the 94; any
 // other 48 needs a GPU reset, as on GPUs without containment.
-func decode48(e Event, others []Event) Verdict {
-	contained, uncontained := false, false
-	for _, o := range others {
-		contained = contained || o.XID == 94
-		uncontained = uncontained || o.XID == 95
-	}
-	if contained && !uncontained {
+func decode48(e Event, others neighbours) Verdict {
+	if others.has94 && !others.has95 {
 		return Verdict{Status: check.Warn, Message: describe(48) + " (contained: XID 94)"}
 	}
 	return Verdict{Status: check.Fail, Action: check.ActionResetGPU, Message: describe(48)}

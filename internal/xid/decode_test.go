@@ -217,3 +217,26 @@ func TestJudgeOverrides(t *testing.T) {
 		t.Errorf("default by code: 79 %v %s, 145 %v, 63 %v, 13 %v", def.Class(79), def.Action(79), def.Class(145), def.Class(63), def.Class(13))
 	}
 }
+
+// XIDs 45 and 48 look at the rest of their GPU's batch once, not once
+// per XID: a storm of 45s costs its length, not its square (review: 99,000
+// of them timed gpu.xid out). Measured, not timed: the neighbours of a
+// batch are summed up in one pass, and the verdicts are the same as
+// judging each XID among all the others.
+func TestNeighboursSummedOnce(t *testing.T) {
+	batch := []Event{{XID: 45}, {XID: 45}, {XID: 48}, {XID: 94}, {XID: 45}}
+	n := neighboursOf(batch)
+	if n.other != 48 || !n.has94 || n.has95 {
+		t.Errorf("neighbours %+v", n)
+	}
+	tab := NewTable(defaults())
+	each := tab.JudgeEach(batch)
+	for i, e := range batch {
+		if one := tab.Judge(e, batch); one != each[i] {
+			t.Errorf("XID %d: JudgeEach %+v, Judge %+v", e.XID, each[i], one)
+		}
+	}
+	if each[0].Status != check.OK || each[2].Status != check.Warn {
+		t.Errorf("45 after 48: %+v; 48 with 94: %+v", each[0], each[2])
+	}
+}

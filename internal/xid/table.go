@@ -179,6 +179,10 @@ func (t Table) Action(x int) check.Action { return t.Judge(Event{XID: x}, nil).A
 // follows an XID 94 (a contained error). A site's rule for the code
 // replaces the catalogue's, workflow and all.
 func (t Table) Judge(e Event, others []Event) Verdict {
+	return t.judge(e, neighboursOf(others))
+}
+
+func (t Table) judge(e Event, others neighbours) Verdict {
 	v := catalogVerdict(e, others)
 	if r, ok := t.rules[e.XID]; ok {
 		v = r.apply(e.XID, v)
@@ -248,9 +252,13 @@ func (t Table) JudgeEach(events []Event) []Verdict {
 	for _, e := range events {
 		byPCI[e.PCI] = append(byPCI[e.PCI], e)
 	}
+	nb := make(map[string]neighbours, len(byPCI))
+	for pci, evs := range byPCI {
+		nb[pci] = neighboursOf(evs)
+	}
 	out := make([]Verdict, len(events))
 	for i, e := range events {
-		out[i] = t.Judge(e, byPCI[e.PCI])
+		out[i] = t.judge(e, nb[e.PCI])
 	}
 	return out
 }
@@ -259,8 +267,9 @@ func (t Table) JudgeEach(events []Event) []Verdict {
 // batch), leaving out those not reported.
 func (t Table) judgeAll(events []Event) []judged {
 	var out []judged
+	nb := neighboursOf(events)
 	for _, e := range events {
-		if v := t.Judge(e, events); v.Status > check.OK {
+		if v := t.judge(e, nb); v.Status > check.OK {
 			out = append(out, judged{e, v})
 		}
 	}
