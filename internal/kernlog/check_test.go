@@ -259,7 +259,7 @@ func TestLevel(t *testing.T) {
 	for _, tt := range []struct {
 		level int
 		want  check.Status
-	}{{-1, check.Fail}, {0, check.Fail}, {3, check.Fail}, {4, check.OK}, {6, check.OK}, {7, check.OK}} {
+	}{{-1, check.Fail}, {0, check.Fail}, {3, check.Fail}, {4, check.Fail}, {5, check.OK}, {6, check.OK}, {7, check.OK}} {
 		n := newNode(t)
 		s := kmsg.Snapshot{BootID: "b", Lines: []kmsg.Line{{Level: tt.level, Text: fatal}}}
 		if got := one(t, must(n.run(s))); got.Status != tt.want {

@@ -52,11 +52,22 @@ const pciName = `[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]`
 // aerLine matches AER's lines for an uncorrected error of severity sev
 // (Fatal, Non-Fatal): the detail line on the device in error, or the
 // root port's summary naming the source (the port itself for "id=").
-func aerLine(sev string) string {
+//
+// With Downstream Port Containment the port reports the error itself
+// (drivers/pci/pcie/dpc.c dpc_process_error, KERN_WARNING), and the AER
+// driver then reads nothing from the contained device: "DPC: ERR_FATAL
+// detected" on the port, or since 6.x "DPC: containment event,
+// status:0x000d, ERR_FATAL received from 0000:02:00.0" naming the source
+// (both quoted in the linux-pci threads "PCI/DPC: Log Error Source ID only
+// when valid" and "PCI/AER: report fatal errors of RCiEP and EP if link
+// recovered"). dpc is "ERR_FATAL" or "ERR_NONFATAL".
+func aerLine(sev, dpc string) string {
 	uncorrected := `Uncorrect(?:ed|able) \(` + sev + `\)`
 	return `^\S+ (?P<c>` + pciName + `): (?:AER: )?PCIe Bus Error: severity=` + uncorrected +
 		`|^\S+ ` + pciName + `: AER: (?:Multiple |first )?` + uncorrected + ` error (?:message )?received(?::| from) (?P<c>` + pciName + `)` +
-		`|^\S+ (?P<c>` + pciName + `): AER: (?:Multiple |first )?` + uncorrected + ` error received: id=`
+		`|^\S+ (?P<c>` + pciName + `): AER: (?:Multiple |first )?` + uncorrected + ` error received: id=` +
+		`|^\S+ ` + pciName + `: DPC: containment event, status:0x[0-9a-f]+, ` + dpc + ` received from (?P<c>` + pciName + `)` +
+		`|^\S+ (?P<c>` + pciName + `): DPC: ` + dpc + ` detected`
 }
 
 // scratchDisks are block devices that never make a node unfit: loop
@@ -98,16 +109,16 @@ var Rules = []Rule{
 		// the detail line); on a node its info level keeps it out, and the
 		// detail line carries the verdict.
 		Name: "aer_fatal", What: "PCIe AER uncorrected fatal error",
-		Has:      []string{"Uncorrect"},
-		Match:    regexp.MustCompile(aerLine(`Fatal`)),
-		MaxLevel: 3, Comp: pciaddr.Normalize,
+		Has:      []string{"Uncorrect", "ERR_FATAL"},
+		Match:    regexp.MustCompile(aerLine(`Fatal`, `ERR_FATAL`)),
+		MaxLevel: 4, Comp: pciaddr.Normalize,
 		Status: check.Fail, Action: check.ActionReboot, Sticky: true,
 	},
 	{
 		Name: "aer_nonfatal", What: "PCIe AER uncorrected non-fatal error",
-		Has:      []string{"Uncorrect"},
-		Match:    regexp.MustCompile(aerLine(`Non-Fatal`)),
-		MaxLevel: 3, Comp: pciaddr.Normalize,
+		Has:      []string{"Uncorrect", "ERR_NONFATAL"},
+		Match:    regexp.MustCompile(aerLine(`Non-Fatal`, `ERR_NONFATAL`)),
+		MaxLevel: 4, Comp: pciaddr.Normalize,
 		Status: check.Fail, Action: check.ActionDrain, OffPath: check.Warn, Sticky: true,
 	},
 	{
