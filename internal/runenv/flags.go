@@ -61,12 +61,12 @@ func (f *Flags) Register(fs *flag.FlagSet, dryRunHelp, injectExample string) {
 // builds its World with it: gpuhc-healthcheck).
 func (f *Flags) RegisterKernelLog(fs *flag.FlagSet) {
 	fs.StringVar(&f.KernelLog, "kernel-log", "", "judge a saved kernel log `file` as if it were this boot's kernel log, every line new: "+
-		"raw /dev/kmsg records, dmesg, dmesg -T, syslog or journalctl -k lines, or bare kernel lines; only with --dry-run or --simulate")
+		"raw /dev/kmsg records, dmesg, dmesg -T, syslog or journalctl -k lines, or bare kernel lines; only with --dry-run or --simulate (--simulate without --dry-run is a fire drill: it drains as any --simulate run does)")
 }
 
 // ErrKernelLogLive refuses --kernel-log on a live run: an old or foreign
 // log would drain this node, and move its real kernel-log cursor.
-var ErrKernelLogLive = errors.New("--kernel-log needs --dry-run or --simulate: a saved log must not drain this node nor move its kernel-log cursor")
+var ErrKernelLogLive = errors.New("--kernel-log needs --dry-run or --simulate: a saved log must not be taken for this node's own, nor move its kernel-log cursor (with --simulate and no --dry-run it is a fire drill, which drains as any --simulate run does)")
 
 // Parse parses args with fs (on which Register was called), takes
 // --check-config's optional FILE, and refuses what the common flags do
