@@ -225,8 +225,8 @@ var Rules = []Rule{
 		// sda1): forced readonly". FAT's "Filesystem has been set read-only"
 		// (a USB stick, an EFI partition) does not count.
 		Name: "fs_readonly", What: "filesystem remounted read-only",
-		Has:      []string{"Remounting filesystem read-only", "forced readonly"},
-		Match:    regexp.MustCompile(`^EXT[234]-fs \((?P<c>[^)]+)\): Remounting filesystem read-only|^BTRFS \w+ \(device (?P<c>[^)]+)\): forced readonly`),
+		Has:   []string{"Remounting filesystem read-only", "forced readonly"},
+		Match: regexp.MustCompile(`^EXT[234]-fs \((?P<c>[^)]+)\): Remounting filesystem read-only|^BTRFS \w+ \(device (?P<c>[^)]+)\): forced readonly`),
 		// btrfs_handle_fs_error prints "forced readonly" with btrfs_info
 		// (KERN_INFO): up to info, or it could never fire on a node.
 		MaxLevel: 6, Comp: asIs,
@@ -281,7 +281,7 @@ var Rules = []Rule{
 		// cuts them (15 bytes); a job's process killed for memory is the
 		// job's problem, and Slurm reports it.
 		Name: "oom_daemon", What: "OOM killer killed a node daemon",
-		Has:      []string{"Killed process "},
+		Has: []string{"Killed process "},
 		// Anchored at the line's start: "Memory cgroup out of memory:
 		// Killed process …" is a cgroup's own limit, a job's, never the
 		// node's daemons' (review: a job's process named slurmd, killed
