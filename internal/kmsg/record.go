@@ -101,18 +101,30 @@ func headFields(head string) (f [5]string, n int) {
 // captured file, as the tests and a site's --simulate fixtures use, has
 // them back to back.
 func SplitRecords(dump string) []string {
+	// Each record is a slice of dump (its dictionary lines follow its
+	// header): a 1 MiB ring is split without copying it.
 	var out []string
-	cur := -1
-	for _, line := range strings.SplitAfter(dump, "\n") {
-		if line == "" || line == "\n" {
-			continue
+	start, end := -1, -1 // the record being read: dump[start:end]
+	for pos := 0; pos < len(dump); {
+		next := len(dump)
+		if i := strings.IndexByte(dump[pos:], '\n'); i >= 0 {
+			next = pos + i + 1
 		}
-		if line[0] == ' ' && cur >= 0 {
-			out[cur] += line
-			continue
+		line := dump[pos:next]
+		switch {
+		case line == "\n":
+		case line[0] == ' ' && start >= 0:
+			end = next
+		default:
+			if start >= 0 {
+				out = append(out, dump[start:end])
+			}
+			start, end = pos, next
 		}
-		out = append(out, line)
-		cur = len(out) - 1
+		pos = next
+	}
+	if start >= 0 {
+		out = append(out, dump[start:end])
 	}
 	return out
 }

@@ -215,7 +215,16 @@ func readDump(ctx context.Context, fd int, path string, from uint64, size int64)
 	}
 	data := buf.Bytes()
 	recs := SplitRecords(string(data))
-	b := Batch{Complete: true, Records: make([]Record, 0, min(len(recs), maxKept))}
+	// Room for the records to keep, and only those: most of a ring is
+	// before the cursor, and a run that finds nothing new should not pay
+	// for a megabyte of Records.
+	keep := 0
+	for _, s := range recs {
+		if seq, ok := headSeq([]byte(s[:min(len(s), 64)])); !ok || seq >= from {
+			keep++
+		}
+	}
+	b := Batch{Complete: true, Records: make([]Record, 0, min(keep, maxKept))}
 	for _, s := range recs {
 		if ctx.Err() != nil || len(b.Records) >= maxKept {
 			b.Complete = false
