@@ -28,41 +28,82 @@ func runProgram(t *testing.T, args ...string) (int, string, string) {
 	return p.Main(), out.String(), errb.String()
 }
 
-// Bring-up: --print-inventory on a known-good DGX H100 writes a fragment
-// that loads as configuration, pins what the node has, and that the node
-// then passes; the same fragment makes a degraded node fail.
-func TestPrintInventory(t *testing.T) {
-	root := sysfsfix.Tree(t, sysfsfix.H100NDR)
-	dir := t.TempDir()
-	base := fmt.Sprintf("root = %q\nstate_dir = %q\nlock_file = %q\n[events]\nfile = \"\"\n[checks.ib]\nexclude = [\"mlx5_8\"]\n[checks.fabric.manager]\nenabled = false\n",
-		root, filepath.Join(dir, "state"), filepath.Join(dir, "lock"))
-	cfgPath := filepath.Join(dir, "gpuhc.toml")
-	must(t, os.WriteFile(cfgPath, []byte(base), 0o644))
+// invBed is a node on a sysfsfix tree with its config (base: the node's
+// paths plus extra lines) for the bring-up tests.
+type invBed struct {
+	root, dir, cfgPath, base string
+}
 
-	code, out, errOut := runProgram(t, "--config", cfgPath, "--simulate", "dgxh100", "--print-inventory")
+func newInvBed(t *testing.T, tree, extra string) invBed {
+	t.Helper()
+	b := invBed{root: sysfsfix.Tree(t, tree), dir: t.TempDir()}
+	b.cfgPath = filepath.Join(b.dir, "gpuhc.toml")
+	b.base = fmt.Sprintf("root = %q\nstate_dir = %q\nlock_file = %q\n[events]\nfile = \"\"\n",
+		b.root, filepath.Join(b.dir, "state"), filepath.Join(b.dir, "lock")) + extra
+	must(t, os.WriteFile(b.cfgPath, []byte(b.base), 0o644))
+	return b
+}
+
+// inventory is --print-inventory under --simulate model, which must exit
+// 0 and print every want.
+func (b invBed) inventory(t *testing.T, model string, wants ...string) string {
+	t.Helper()
+	code, out, errOut := runProgram(t, "--config", b.cfgPath, "--simulate", model, "--print-inventory")
 	if code != ExitHealthy {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}
-	for _, want := range []string{
-		"expected = 8\n", "expected_hcas = 8\n", "expected_active_ports = 8\n", "min_rate_gbps = 400.0\n",
-		`link_layer = "InfiniBand"`, `firmware = "28.39.2048"`, `"0000:5d:00.0=mlx5_3", # gpu3: same PCIe switch`,
-	} {
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Errorf("inventory lacks %q:\n%s", want, out)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "state")); err == nil {
+	return out
+}
+
+// load puts the fragment into the config as it is, after the base.
+func (b invBed) load(t *testing.T, fragment string) string {
+	t.Helper()
+	full := b.base + "\n" + fragment
+	must(t, os.WriteFile(b.cfgPath, []byte(full), 0o644))
+	return full
+}
+
+func (b invBed) dryRun(t *testing.T, model string) (int, string) {
+	t.Helper()
+	code, out, _ := runProgram(t, "--config", b.cfgPath, "--simulate", model, "--dry-run")
+	return code, out
+}
+
+// degradedDrains: with mlx5_3 port 1 at rate, the dry run would drain for
+// it.
+func (b invBed) degradedDrains(t *testing.T, rate string) {
+	t.Helper()
+	sysfsfix.Set(t, b.root, sysfsfix.PortDir("mlx5_3", 1)+"/rate", rate)
+	code, out := b.dryRun(t, "dgxh100")
+	if code != ExitFail || !strings.Contains(out, "would-drain: gpuhc: ib.port: mlx5_3/1 (0000:5e:00.0): rate 200 Gb/sec < expected 400") {
+		t.Errorf("mlx5_3/1 at %s with the inventory: exit %d\n%s", rate, code, out)
+	}
+}
+
+// Bring-up: --print-inventory on a known-good DGX H100 writes a fragment
+// that loads as configuration, pins what the node has, and that the node
+// then passes; the same fragment makes a degraded node fail.
+func TestPrintInventory(t *testing.T) {
+	b := newInvBed(t, sysfsfix.H100NDR, "[checks.ib]\nexclude = [\"mlx5_8\"]\n[checks.fabric.manager]\nenabled = false\n")
+	out := b.inventory(t, "dgxh100",
+		"expected = 8\n", "expected_hcas = 8\n", "expected_active_ports = 8\n", "min_rate_gbps = 400.0\n",
+		`link_layer = "InfiniBand"`, `firmware = "28.39.2048"`, `"0000:5d:00.0=mlx5_3", # gpu3: same PCIe switch`)
+	if _, err := os.Stat(filepath.Join(b.dir, "state")); err == nil {
 		t.Errorf("--print-inventory wrote a state directory")
 	}
 
 	// The fragment goes into the config as it is (the [checks.ib] table
 	// is already there, so it is not repeated).
-	full := base + "\n" + out
+	full := b.load(t, out)
 	if _, err := config.Parse("inventory", []byte(full), "gpu007"); err != nil {
 		t.Fatalf("fragment does not load: %v\n%s", err, full)
 	}
-	must(t, os.WriteFile(cfgPath, []byte(full), 0o644))
-	code, out, _ = runProgram(t, "--config", cfgPath, "--simulate", "dgxh100", "--dry-run")
+	_, out = b.dryRun(t, "dgxh100")
 	for _, line := range strings.Split(out, "\n") {
 		if strings.HasPrefix(line, "ib.") || strings.HasPrefix(line, "topology") || strings.HasPrefix(line, "gpu.count") {
 			if f := strings.Fields(line); len(f) < 3 || f[2] != "OK" {
@@ -70,12 +111,7 @@ func TestPrintInventory(t *testing.T) {
 			}
 		}
 	}
-
-	sysfsfix.Set(t, root, sysfsfix.PortDir("mlx5_3", 1)+"/rate", "200 Gb/sec (4X HDR)")
-	code, out, _ = runProgram(t, "--config", cfgPath, "--simulate", "dgxh100", "--dry-run")
-	if code != ExitFail || !strings.Contains(out, "would-drain: gpuhc: ib.port: mlx5_3/1 (0000:5e:00.0): rate 200 Gb/sec < expected 400") {
-		t.Errorf("degraded port with the inventory: exit %d\n%s", code, out)
-	}
+	b.degradedDrains(t, "200 Gb/sec (4X HDR)")
 }
 
 func TestPrintInventoryBadConfig(t *testing.T) {
@@ -91,58 +127,26 @@ func TestPrintInventoryBadConfig(t *testing.T) {
 // count per link layer, so that an NDR port later trained at 2X NDR
 // drains the node, though the Ethernet port's rate is lower still.
 func TestPrintInventoryPerLinkLayer(t *testing.T) {
-	root := sysfsfix.Tree(t, sysfsfix.H100NDR)
-	dir := t.TempDir()
-	base := fmt.Sprintf("root = %q\nstate_dir = %q\nlock_file = %q\n[events]\nfile = \"\"\n[checks.fabric.manager]\nenabled = false\n",
-		root, filepath.Join(dir, "state"), filepath.Join(dir, "lock"))
-	cfgPath := filepath.Join(dir, "gpuhc.toml")
-	must(t, os.WriteFile(cfgPath, []byte(base), 0o644))
-	code, out, errOut := runProgram(t, "--config", cfgPath, "--simulate", "dgxh100", "--print-inventory")
-	if code != ExitHealthy {
-		t.Fatalf("exit %d, stderr %s", code, errOut)
-	}
-	for _, want := range []string{
+	b := newInvBed(t, sysfsfix.H100NDR, "[checks.fabric.manager]\nenabled = false\n")
+	out := b.inventory(t, "dgxh100",
 		"expected_hcas = 9\n", "min_rate_gbps = 0.0\n",
 		"[[checks.ib.port.group]]\nlink_layer = \"Ethernet\"\nmin_rate_gbps = 100.0\nexpected_active_ports = 1\n",
-		"[[checks.ib.port.group]]\nlink_layer = \"InfiniBand\"\nmin_rate_gbps = 400.0\nexpected_active_ports = 8\n",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("inventory lacks %q:\n%s", want, out)
-		}
-	}
-	full := base + "\n" + out
-	must(t, os.WriteFile(cfgPath, []byte(full), 0o644))
-	if code, out, _ = runProgram(t, "--config", cfgPath, "--simulate", "dgxh100", "--dry-run"); code != ExitHealthy {
+		"[[checks.ib.port.group]]\nlink_layer = \"InfiniBand\"\nmin_rate_gbps = 400.0\nexpected_active_ports = 8\n")
+	b.load(t, out)
+	if code, out := b.dryRun(t, "dgxh100"); code != ExitHealthy {
 		t.Errorf("known-good node with its own inventory: exit %d\n%s", code, out)
 	}
-	sysfsfix.Set(t, root, sysfsfix.PortDir("mlx5_3", 1)+"/rate", "200 Gb/sec (2X NDR)")
-	code, out, _ = runProgram(t, "--config", cfgPath, "--simulate", "dgxh100", "--dry-run")
-	if code != ExitFail || !strings.Contains(out, "would-drain: gpuhc: ib.port: mlx5_3/1 (0000:5e:00.0): rate 200 Gb/sec < expected 400") {
-		t.Errorf("NDR port at 2X with the inventory: exit %d\n%s", code, out)
-	}
+	b.degradedDrains(t, "200 Gb/sec (2X NDR)")
 }
 
 // On an HGX B200 the inventory counts the 8 HCAs, lists the NVSwitch
 // management devices as such, and pins every GPU to its own HCA.
 func TestPrintInventoryB200(t *testing.T) {
-	root := sysfsfix.Tree(t, sysfsfix.B200)
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "gpuhc.toml")
-	must(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf("root = %q\nstate_dir = %q\nlock_file = %q\n[events]\nfile = \"\"\n",
-		root, filepath.Join(dir, "state"), filepath.Join(dir, "lock"))), 0o644))
-	code, out, errOut := runProgram(t, "--config", cfgPath, "--simulate", "dgxb200", "--print-inventory")
-	if code != ExitHealthy {
-		t.Fatalf("exit %d, stderr %s", code, errOut)
-	}
-	for _, want := range []string{
+	b := newInvBed(t, sysfsfix.B200, "")
+	out := b.inventory(t, "dgxb200",
 		"expected_hcas = 8\n", "expected_active_ports = 8\n", "min_rate_gbps = 400.0\n", `link_layer = "InfiniBand"`,
 		"# mlx5_11 0000:8a:00.0 fw 28.43.1014 (NVSwitch management, VPD SMDL=SW_MNG: not an HCA, not counted)\n",
-		`"0000:1b:00.0=mlx5_0", # gpu0: same PCIe switch`, `"0000:df:00.0=mlx5_7", # gpu7: same PCIe switch`,
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("inventory lacks %q:\n%s", want, out)
-		}
-	}
+		`"0000:1b:00.0=mlx5_0", # gpu0: same PCIe switch`, `"0000:df:00.0=mlx5_7", # gpu7: same PCIe switch`)
 	if strings.Contains(out, "=mlx5_8\"") || strings.Contains(out, "=mlx5_1") && strings.Contains(out, "=mlx5_10") {
 		t.Errorf("a management device pinned:\n%s", out)
 	}
