@@ -82,18 +82,7 @@ func wholeNodeRun(t *testing.T, cfg config.Config, inject ...string) []check.Res
 func TestWholeNodeHealthy(t *testing.T) {
 	cfg := wholeNode(t)
 	results := wholeNodeRun(t, cfg)
-	seen := map[string]bool{}
-	for _, r := range results {
-		seen[r.Check] = true
-		if r.Status != check.OK && r.Status != check.Skip {
-			t.Errorf("%s %s: %v %q", r.Check, r.Component, r.Status, r.Message)
-		}
-	}
-	for _, name := range []string{"ib.port", "ib.counters", "ib.gdr", "fabric.manager", "topology", "host.thermal", "gpu.fabric"} {
-		if !seen[name] {
-			t.Errorf("%s did not report", name)
-		}
-	}
+	healthyReporting(t, results, "ib.port", "ib.counters", "ib.gdr", "fabric.manager", "topology", "host.thermal", "gpu.fabric")
 	for _, r := range results {
 		if r.Status == check.Skip && (r.Check == "ib.port" || r.Check == "fabric.manager" || r.Check == "topology" || r.Check == "ib.gdr") {
 			t.Errorf("%s skipped on a node it applies to: %q", r.Check, r.Message)
@@ -245,22 +234,29 @@ func TestWholeNodeHealthyKernelLogs(t *testing.T) {
 			t.Run(node.model+"/"+name, func(t *testing.T) {
 				cfg := node.cfg(t)
 				_, results := simRunKernel(t, cfg, node.model, nil, lines, false)
-				seen := map[string]bool{}
-				for _, r := range results {
-					seen[r.Check] = true
-					if r.Status != check.OK && r.Status != check.Skip {
-						t.Errorf("%s %s: %v %q", r.Check, r.Component, r.Status, r.Message)
-					}
-				}
-				for _, name := range []string{"gpu.xid", "host.kernel", "fabric.sxid", "ib.port", "fabric.manager", "topology", "host.cpu"} {
-					if !seen[name] {
-						t.Errorf("%s did not report", name)
-					}
-				}
+				healthyReporting(t, results, "gpu.xid", "host.kernel", "fabric.sxid", "ib.port", "fabric.manager", "topology", "host.cpu")
 				if out := dryRunPolicy(t, cfg, results); out.Kind != "none" {
 					t.Errorf("policy %s %q, want none", out.Kind, out.Detail)
 				}
 			})
+		}
+	}
+}
+
+// healthyReporting fails the test on any result other than OK or SKIP,
+// and on a check of names that reported nothing.
+func healthyReporting(t *testing.T, results []check.Result, names ...string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, r := range results {
+		seen[r.Check] = true
+		if r.Status != check.OK && r.Status != check.Skip {
+			t.Errorf("%s %s: %v %q", r.Check, r.Component, r.Status, r.Message)
+		}
+	}
+	for _, name := range names {
+		if !seen[name] {
+			t.Errorf("%s did not report", name)
 		}
 	}
 }
