@@ -381,30 +381,6 @@ func TestRESTUnixSocket(t *testing.T) {
 	}
 }
 
-func TestRESTPing(t *testing.T) {
-	cases := []struct {
-		release, version, file string
-		ok                     bool
-	}{
-		{"slurm-24.11", "v0.0.42", "ping.200.json", true},
-		{"slurm-24.11", "v0.0.40", "ping.200.json", true},
-		{"slurm-22.05", "v0.0.38", "ping.200.json", true},
-		// 24.11 answers 200 "DOWN" for a refused token, as for a dead slurmctld.
-		{"slurm-24.11", "v0.0.42", "unauthorized_ping.200.json", false},
-		{"slurm-24.11", "v0.0.42", "ping_ctld_down.200.json", false},
-		{"slurm-22.05", "v0.0.38", "unauthorized_ping.500.json", false},
-	}
-	for _, c := range cases {
-		f := newFake()
-		f.on("GET", "/openapi/v3", reply{200, onlyVersion(t, c.release, c.version)})
-		f.on("GET", "/slurm/"+c.version+"/ping/", reply{statusOf(t, c.file), restFixture(t, c.release, c.version+"/"+c.file)})
-		err := newTestREST(t, serve(t, f)).Ping(t.Context())
-		if (err == nil) != c.ok {
-			t.Errorf("%s/%s/%s: err %v, want ok=%v", c.release, c.version, c.file, err, c.ok)
-		}
-	}
-}
-
 func TestNewRESTRejectsBadURLs(t *testing.T) {
 	for _, u := range []string{"", "ftp://x", "http://", "unix:relative.sock", "http://u:p@host:1/", "http://h/?q=1", "localhost:6820"} {
 		if _, err := NewREST(u, "slurm", "/x", time.Second, 0); err == nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
 )
 
 // Node reads one node.
@@ -66,50 +65,6 @@ func (r *REST) Drain(ctx context.Context, name, reason string) error {
 // Resume clears DRAIN.
 func (r *REST) Resume(ctx context.Context, name string) error {
 	return r.update(ctx, name, nodeUpdate{State: []string{"RESUME"}})
-}
-
-// Ping checks that slurmrestd accepts our credentials and reaches
-// slurmctld; /openapi/v3 answers any token, so discovery alone cannot.
-func (r *REST) Ping(ctx context.Context) error {
-	v, err := r.discover(ctx)
-	if err != nil {
-		return err
-	}
-	req := request{method: "GET", path: "/slurm/" + v.read + "/ping/"}
-	body, err := r.call(ctx, req)
-	if err != nil {
-		return err
-	}
-	return checkPings(body, req)
-}
-
-// pingResponse covers v0.0.38 ("ping":"UP") and v0.0.40+ ("pinged":"UP").
-type pingResponse struct {
-	Pings []struct {
-		Hostname string `json:"hostname"`
-		Ping     string `json:"ping"`
-		Pinged   string `json:"pinged"`
-	} `json:"pings"`
-}
-
-// checkPings wants some slurmctld UP. 24.11 answers HTTP 200 with
-// "pinged":"DOWN" both when slurmctld is down and when it refuses our
-// token (recorded), so DOWN cannot be told apart from a bad token here.
-func checkPings(body []byte, req request) error {
-	var pr pingResponse
-	if err := json.Unmarshal(body, &pr); err != nil {
-		return fmt.Errorf("slurmrestd %s %s: decode: %w", req.method, req.path, err)
-	}
-	var seen []string
-	for _, p := range pr.Pings {
-		st := p.Pinged + p.Ping
-		if strings.EqualFold(st, "UP") {
-			return nil
-		}
-		seen = append(seen, p.Hostname+" "+st)
-	}
-	return fmt.Errorf("slurmrestd %s %s: no slurmctld UP (%s); slurmctld is down or refused the token",
-		req.method, req.path, strings.Join(seen, ", "))
 }
 
 // nodeUpdate is the POST body; v0.0.39+ take state as an array.

@@ -1,0 +1,133 @@
+package slurm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Ping checks that slurmrestd accepts our credentials and reaches
+// slurmctld; /openapi/v3 answers any token, so discovery alone cannot.
+func (r *REST) Ping(ctx context.Context) error {
+	v, err := r.discover(ctx)
+	if err != nil {
+		return err
+	}
+	req := request{method: "GET", path: "/slurm/" + v.read + "/ping/"}
+	body, err := r.call(ctx, req)
+	if err != nil {
+		return err
+	}
+	if err := checkPings(body); err != nil {
+		return fmt.Errorf("slurmrestd %s %s: %w", req.method, req.path, err)
+	}
+	return nil
+}
+
+// pingEntry is one controller of a ping answer. Each API version says
+// "up" its own way (recorded):
+//
+//	v0.0.38 (22.05):           "ping":"UP", "status":0
+//	v0.0.40 (24.11):           "pinged":"UP"
+//	v0.0.41-44 (24.11, 26.05): "pinged":"UP", "responding":true
+//	v0.0.45 (26.05):           "responding":true, no "pinged"
+//
+// Pointers tell a missing field from a zero one.
+type pingEntry struct {
+	Hostname   string  `json:"hostname"`
+	Ping       *string `json:"ping"`
+	Pinged     *string `json:"pinged"`
+	Responding *bool   `json:"responding"`
+}
+
+type pingResponse struct {
+	Pings *[]pingEntry `json:"pings"`
+}
+
+var errNoPingState = errors.New("no ping, pinged or responding field")
+
+// up reads one entry. Every field present must be well formed and agree
+// with the others: an answer we cannot read is an error, never a guess.
+func (p pingEntry) up() (bool, error) {
+	var votes []bool
+	for _, word := range []*string{p.Ping, p.Pinged} {
+		if word == nil {
+			continue
+		}
+		switch strings.ToUpper(*word) {
+		case "UP":
+			votes = append(votes, true)
+		case "DOWN":
+			votes = append(votes, false)
+		default:
+			return false, fmt.Errorf("ping state %q: want UP or DOWN", *word)
+		}
+	}
+	if p.Responding != nil {
+		votes = append(votes, *p.Responding)
+	}
+	if len(votes) == 0 {
+		return false, errNoPingState
+	}
+	for _, v := range votes[1:] {
+		if v != votes[0] {
+			return false, fmt.Errorf("ping fields disagree (ping %s, pinged %s, responding %s)",
+				strOrNone(p.Ping), strOrNone(p.Pinged), boolOrNone(p.Responding))
+		}
+	}
+	return votes[0], nil
+}
+
+// checkPings wants some slurmctld up; a backup controller that answers is
+// enough to drain through. 24.11 answers HTTP 200 with "pinged":"DOWN" both
+// when slurmctld is down and when it refuses our token (recorded), so the
+// message names both causes.
+func checkPings(body []byte) error {
+	var pr pingResponse
+	if err := json.Unmarshal(body, &pr); err != nil {
+		return fmt.Errorf("decode ping: %w", err)
+	}
+	if pr.Pings == nil || len(*pr.Pings) == 0 {
+		return errors.New("ping answer lists no controller")
+	}
+	var seen []string
+	anyUp := false
+	for i, p := range *pr.Pings {
+		if p.Hostname == "" {
+			return fmt.Errorf("ping entry %d has no hostname", i)
+		}
+		up, err := p.up()
+		if err != nil {
+			return fmt.Errorf("ping %s: %w", p.Hostname, err)
+		}
+		anyUp = anyUp || up
+		seen = append(seen, p.Hostname+" "+upDown(up))
+	}
+	if !anyUp {
+		return fmt.Errorf("no slurmctld UP (%s); slurmctld is down or refused the token", strings.Join(seen, ", "))
+	}
+	return nil
+}
+
+func upDown(up bool) string {
+	if up {
+		return "UP"
+	}
+	return "DOWN"
+}
+
+func strOrNone(s *string) string {
+	if s == nil {
+		return "absent"
+	}
+	return fmt.Sprintf("%q", *s)
+}
+
+func boolOrNone(b *bool) string {
+	if b == nil {
+		return "absent"
+	}
+	return fmt.Sprint(*b)
+}
