@@ -116,6 +116,7 @@ cleanup() {
 	fi
 	if ((NFAIL > 0)); then dump_all; fi
 	say "tearing down"
+	down26 quiet
 	down24 quiet
 	down22 quiet
 	mountpoint -q "$MNT22" && umount "$MNT22"
@@ -152,6 +153,7 @@ dump_all() {
 # show22/show24 NODE: one line of `scontrol show node -o`
 show22() { SLURM_CONF=$S22_CONF scontrol show node -o "$1" 2>&1; }
 show24() { s24 scontrol show node -o "$1" 2>&1; }
+show26() { s26 scontrol show node -o "$1" 2>&1; }
 state_of() { sed -n 's/.* State=\([^ ]*\) .*/\1/p' <<<"$1"; }
 # Reason=TEXT [user@time] is the last field of the line.
 reason_of() { sed -n 's/.* Reason=\(.*\) \[[^]]*\]$/\1/p' <<<"$1"; }
