@@ -124,6 +124,42 @@ func TestAutoUsesRESTOn2411(t *testing.T) {
 	}
 }
 
+// 26.05 serves v0.0.42-45; auto reads, drains and resumes through v0.0.45
+// and reads the node RESUME left without a reason (recorded).
+func TestAutoUsesRESTOn2605(t *testing.T) {
+	const path = "/slurm/v0.0.45/node/gpu001"
+	fx := func(file string) []byte { return restFixture(t, "slurm-26.05", "v0.0.45/"+file) }
+	b := newBed(t, "auto", func(f *fakeSlurmrestd) {
+		openapiRoute(t, f, "slurm-26.05")
+		f.on("GET", path, reply{200, fx("node_idle.200.json")}, reply{200, fx("node_drained.200.json")},
+			reply{200, fx("node_resumed_settled.200.json")})
+		f.on("POST", path, reply{200, fx("post_drain.200.json")}, reply{200, fx("post_resume.200.json")})
+	})
+	ctx := t.Context()
+	if n, err := b.c.Node(ctx, "gpu001"); err != nil || n.Drained() {
+		t.Fatalf("idle: %+v %v", n, err)
+	}
+	if err := b.c.Drain(ctx, "gpu001", ourReason); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.c.Node(ctx, "gpu001"); err != nil || !n.Drained() || n.Reason != ourReason || n.ReasonUser != "slurm" {
+		t.Fatalf("drained: %+v %v", n, err)
+	}
+	if err := b.c.Resume(ctx, "gpu001"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.c.Node(ctx, "gpu001"); err != nil || n.Drained() || n.Reason != "" || n.ReasonUser != "" {
+		t.Fatalf("resumed: %+v %v", n, err)
+	}
+	if got := b.c.Backend(); got != "rest v0.0.45" {
+		t.Errorf("Backend %q", got)
+	}
+	if b.sc.runs() != 0 || b.c.Calls() != 6 || b.rest.count("GET", "/openapi/v3") != 1 ||
+		b.rest.count("GET", path) != 3 || b.rest.count("POST", path) != 2 {
+		t.Errorf("scontrol runs %d, Calls %d; want 0 and discovery + 5 to %s: %+v", b.sc.runs(), b.c.Calls(), path, b.rest.requests())
+	}
+}
+
 func TestAutoUsesScontrolOn2205(t *testing.T) {
 	b := newBed(t, "auto", func(f *fakeSlurmrestd) {
 		openapiRoute(t, f, "slurm-22.05")
@@ -297,15 +333,34 @@ func TestSharedCounter(t *testing.T) {
 	}
 }
 
+// Slurm's "no such node" is an answer, not a fault: scontrol would say
+// the same. 24.11 and 26.05 GET: HTTP 200, error 0; POST: 500 (24.11) or
+// 422 (26.05), error 2018 (recorded).
 func TestAutoDoesNotFallBackOnUnknownNode(t *testing.T) {
-	b := newBed(t, "auto", func(f *fakeSlurmrestd) {
-		openapiRoute(t, f, "slurm-24.11")
-		f.on("GET", "/slurm/v0.0.42/node/nosuchnode", reply{200, restFixture(t, "slurm-24.11", "v0.0.42/node_unknown.200.json")})
-	})
-	if _, err := b.c.Node(t.Context(), "nosuchnode"); !errors.Is(err, ErrNodeNotFound) {
-		t.Errorf("got %v", err)
-	}
-	if b.sc.runs() != 0 || b.c.Backend() != "rest v0.0.42" {
-		t.Errorf("scontrol runs %d, Backend %q", b.sc.runs(), b.c.Backend())
+	for _, c := range []struct{ release, version, method, file string }{
+		{"slurm-24.11", "v0.0.42", "GET", "node_unknown.200.json"},
+		{"slurm-24.11", "v0.0.42", "POST", "post_unknown_node.500.json"},
+		{"slurm-26.05", "v0.0.45", "GET", "node_unknown.200.json"},
+		{"slurm-26.05", "v0.0.45", "POST", "post_unknown_node.422.json"},
+	} {
+		t.Run(c.release+"/"+c.file, func(t *testing.T) {
+			path := "/slurm/" + c.version + "/node/nosuchnode"
+			b := newBed(t, "auto", func(f *fakeSlurmrestd) {
+				openapiRoute(t, f, c.release)
+				f.on(c.method, path, reply{statusOf(t, c.file), restFixture(t, c.release, c.version+"/"+c.file)})
+			})
+			var err error
+			if c.method == "GET" {
+				_, err = b.c.Node(t.Context(), "nosuchnode")
+			} else {
+				err = b.c.Drain(t.Context(), "nosuchnode", ourReason)
+			}
+			if !errors.Is(err, ErrNodeNotFound) {
+				t.Errorf("got %v", err)
+			}
+			if b.sc.runs() != 0 || b.c.Backend() != "rest "+c.version || b.rest.count(c.method, path) != 1 {
+				t.Errorf("scontrol runs %d, Backend %q, %d tries", b.sc.runs(), b.c.Backend(), b.rest.count(c.method, path))
+			}
+		})
 	}
 }

@@ -2,25 +2,37 @@ package slurm
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
 
 func TestPickVersionsRecorded(t *testing.T) {
-	v, err := pickVersions(restFixture(t, "slurm-24.11", "openapi.200.json"))
-	if err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		release, newest string
+		offered         []string
+	}{
+		{"slurm-24.11", "v0.0.42", []string{"v0.0.40(DELETE,GET,POST)", "v0.0.41(DELETE,GET,POST)", "v0.0.42(DELETE,GET,POST)"}},
+		{"slurm-26.05", "v0.0.45", []string{"v0.0.42(DELETE,GET,POST)", "v0.0.43(DELETE,GET,POST)", "v0.0.44(DELETE,GET,POST)", "v0.0.45(DELETE,GET,POST)"}},
 	}
-	if v.write != "v0.0.42" || v.read != "v0.0.42" {
-		t.Errorf("24.11: read %q write %q, want v0.0.42 for both", v.read, v.write)
-	}
-	for _, s := range []string{"v0.0.40(", "v0.0.41(", "v0.0.42("} {
-		if !strings.Contains(v.seen, s) {
-			t.Errorf("24.11: seen %q lacks %s", v.seen, s)
+	for _, c := range cases {
+		// /openapi/v3 answers a corrupted token with the same document
+		// (recorded), which is why credentials are checked elsewhere.
+		for _, file := range []string{"openapi.200.json", "openapi_badtoken.200.json"} {
+			v, err := pickVersions(restFixture(t, c.release, file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.write != c.newest || v.read != c.newest {
+				t.Errorf("%s/%s: read %q write %q, want %s for both", c.release, file, v.read, v.write, c.newest)
+			}
+			if got := strings.Fields(v.seen); !slices.Equal(got, c.offered) {
+				t.Errorf("%s/%s: offered %q, want %q", c.release, file, got, c.offered)
+			}
 		}
 	}
 
-	v, err = pickVersions(restFixture(t, "slurm-22.05", "openapi.200.json"))
+	v, err := pickVersions(restFixture(t, "slurm-22.05", "openapi.200.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,5 +81,23 @@ func TestWriteVersion2205IsNoNodePost(t *testing.T) {
 	r.writeVersion(t.Context())
 	if n := f.count("GET", "/openapi/v3"); n != 1 {
 		t.Errorf("openapi fetched %d times, want 1", n)
+	}
+}
+
+// Without token headers slurmrestd refuses even /openapi/v3: HTTP 401,
+// plain text (recorded on every release).
+func TestDiscoveryWithoutAuthRecorded(t *testing.T) {
+	for _, release := range []string{"slurm-22.05", "slurm-24.11", "slurm-26.05"} {
+		f := newFake()
+		f.on("GET", "/openapi/v3", reply{401, restFixture(t, release, "openapi_noauth.401.json")})
+		r := newTestREST(t, serve(t, f))
+		_, err := r.Node(t.Context(), "gpu001")
+		if !errors.Is(err, ErrUnauthorized) || !strings.Contains(err.Error(), "discover API version") ||
+			!strings.Contains(err.Error(), "HTTP 401: Authentication failure") {
+			t.Errorf("%s: %v", release, err)
+		}
+		if n := f.count("GET", "/openapi/v3"); n != 1 {
+			t.Errorf("%s: asked %d times; a refusal is not retried", release, n)
+		}
 	}
 }

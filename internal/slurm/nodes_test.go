@@ -26,6 +26,19 @@ func mixedCluster(user string, at func(string) time.Time) []Node {
 	}
 }
 
+// mixedCluster2605 is the same scenario on 26.05: RESUME cleared
+// gpu001's reason, so only the DRAIN flag and reason of gpu002 and gpu003
+// remain to tell ours from an admin's.
+func mixedCluster2605() []Node {
+	at := utc("2026-12-02T14:07:00")
+	return []Node{
+		{Name: "gpu001", State: []string{"IDLE"}},
+		{Name: "gpu002", State: []string{"IDLE", "DRAIN"}, Reason: ourReason, ReasonUser: "root", ReasonTime: at},
+		{Name: "gpu003", State: []string{"IDLE", "DRAIN"}, Reason: "maintenance", ReasonUser: "root", ReasonTime: at},
+		{Name: "gpu004", State: []string{"IDLE"}},
+	}
+}
+
 func assertNodes(t *testing.T, got, want []Node) {
 	t.Helper()
 	if len(got) != len(want) {
@@ -42,6 +55,11 @@ func TestParseShowNodesRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertNodes(t, got, mixedCluster("root", utc))
+	got, err = parseShowNodes(scontrolFixture(t, "slurm-26.05", "show_nodes_mixed.txt"), time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNodes(t, got, mixedCluster2605())
 
 	// 22.05's test bed has one node: its list is that node's one line.
 	for _, file := range []string{"show_node_idle.txt", "show_node_drained.txt"} {
@@ -56,16 +74,24 @@ func TestParseShowNodesRecorded(t *testing.T) {
 
 // The same cluster reads the same through REST and scontrol.
 func TestNodeListsAgree(t *testing.T) {
-	sc, err := parseShowNodes(scontrolFixture(t, "slurm-24.11", "show_nodes_mixed.txt"), time.UTC)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range []string{"v0.0.40", "v0.0.41", "v0.0.42"} {
-		rest, err := allNodes(restFixture(t, "slurm-24.11", v+"/nodes_mixed.200.json"))
+	for _, c := range []struct {
+		release  string
+		versions []string
+	}{
+		{"slurm-24.11", []string{"v0.0.40", "v0.0.41", "v0.0.42"}},
+		{"slurm-26.05", versions2605()},
+	} {
+		sc, err := parseShowNodes(scontrolFixture(t, c.release, "show_nodes_mixed.txt"), time.UTC)
 		if err != nil {
 			t.Fatal(err)
 		}
-		assertNodes(t, rest, sc)
+		for _, v := range c.versions {
+			rest, err := allNodes(restFixture(t, c.release, v+"/nodes_mixed.200.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertNodes(t, rest, sc)
+		}
 	}
 }
 
@@ -151,19 +177,24 @@ func TestAllNodesRefusesGarbage(t *testing.T) {
 }
 
 func TestScontrolNodesRecorded(t *testing.T) {
-	f := newFakeScontrol(t)
-	f.recorded(-1, "slurm-24.11", "show_nodes_mixed")
-	s := newTestScontrol(t, f)
-	got, err := s.Nodes(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	assertNodes(t, got, mixedCluster("root", utc))
-	if want := []string{"-o", "show", "nodes"}; !reflect.DeepEqual(f.argv(0), want) {
-		t.Errorf("argv %q, want %q", f.argv(0), want)
-	}
-	if s.Calls() != 1 {
-		t.Errorf("Calls %d", s.Calls())
+	for release, want := range map[string][]Node{
+		"slurm-24.11": mixedCluster("root", utc),
+		"slurm-26.05": mixedCluster2605(),
+	} {
+		f := newFakeScontrol(t)
+		f.recorded(-1, release, "show_nodes_mixed")
+		s := newTestScontrol(t, f)
+		got, err := s.Nodes(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertNodes(t, got, want)
+		if want := []string{"-o", "show", "nodes"}; !reflect.DeepEqual(f.argv(0), want) {
+			t.Errorf("argv %q, want %q", f.argv(0), want)
+		}
+		if s.Calls() != 1 {
+			t.Errorf("Calls %d", s.Calls())
+		}
 	}
 }
 
@@ -171,6 +202,7 @@ func TestScontrolNodesFailures(t *testing.T) {
 	for _, c := range []struct{ release, file, want string }{
 		{"slurm-22.05", "show_node_ctld_down", "Unable to contact slurm controller"},
 		{"slurm-24.11", "show_node_ctld_down", "Unable to contact slurm controller"},
+		{"slurm-26.05", "show_node_ctld_down", "Unable to contact slurm controller"},
 	} {
 		f := newFakeScontrol(t)
 		f.recorded(-1, c.release, c.file)
@@ -217,6 +249,11 @@ func TestRESTNodesEveryVersion(t *testing.T) {
 			recordedList{"slurm-24.11", v, "nodes_idle.200.json", idle4},
 			recordedList{"slurm-24.11", v, "nodes_mixed.200.json", mixedCluster("root", utc)})
 	}
+	for _, v := range versions2605() {
+		cases = append(cases,
+			recordedList{"slurm-26.05", v, "nodes_idle.200.json", idle4},
+			recordedList{"slurm-26.05", v, "nodes_mixed.200.json", mixedCluster2605()})
+	}
 	for _, c := range cases {
 		t.Run(c.release+"/"+c.version+"/"+c.file, func(t *testing.T) {
 			f := newFake()
@@ -243,6 +280,8 @@ func TestRESTNodesErrors(t *testing.T) {
 		{"slurm-22.05", "v0.0.38", "ctld_down.500.json", "GET /slurm/v0.0.38/nodes/: HTTP 500"},
 		{"slurm-24.11", "v0.0.42", "ctld_down.502.json", "HTTP 502"},
 		{"slurm-24.11", "v0.0.42", "unauthorized.511.json", "HTTP 511"},
+		{"slurm-26.05", "v0.0.45", "ctld_down.502.json", "GET /slurm/v0.0.45/nodes/: HTTP 502"},
+		{"slurm-26.05", "v0.0.45", "unauthorized.511.json", "HTTP 511"},
 	}
 	for _, c := range cases {
 		f := newFake()

@@ -92,39 +92,54 @@ func onlyVersion(t *testing.T, release, version string) []byte {
 	return b
 }
 
-func TestRESTDrainResume2411(t *testing.T) {
-	f := recordedServer(t, "slurm-24.11", "v0.0.42", "gpu001", map[string]string{
-		"POST /slurm/{v}/node/{n}": "post_drain.200.json",
-	})
-	r := newTestREST(t, serve(t, f))
-	reason := `gpuhc: gpu: gpu3: "xid 79" $(reboot); rm -rf /`
-	if err := r.Drain(t.Context(), "gpu001", reason); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Resume(t.Context(), "gpu001"); err != nil {
-		t.Fatal(err)
-	}
-	if got := r.Backend(); got != "rest v0.0.42" {
-		t.Errorf("Backend %q", got)
-	}
-	reqs := f.requests()
-	if len(reqs) != 3 || r.Calls() != 3 {
-		t.Fatalf("%d requests, Calls %d; want openapi + 2 posts", len(reqs), r.Calls())
-	}
-	var drain, resume map[string]any
-	json.Unmarshal([]byte(reqs[1].body), &drain)
-	json.Unmarshal([]byte(reqs[2].body), &resume)
-	if s, _ := json.Marshal(drain["state"]); string(s) != `["DRAIN"]` || drain["reason"] != reason {
-		t.Errorf("drain body %s", reqs[1].body)
-	}
-	if s, _ := json.Marshal(resume["state"]); string(s) != `["RESUME"]` || len(resume) != 1 {
-		t.Errorf("resume body %s", reqs[2].body)
-	}
-	// Without it 24.11 answers 400 "Unable to parse query." (recorded).
-	for _, req := range reqs[1:] {
-		if req.contentType != "application/json" {
-			t.Errorf("POST Content-Type %q", req.contentType)
-		}
+// Drain and resume through the newest version discovery finds in each
+// release's whole recorded /openapi/v3.
+func TestRESTDrainResumeRecorded(t *testing.T) {
+	for _, c := range []struct{ release, version string }{
+		{"slurm-24.11", "v0.0.42"},
+		{"slurm-26.05", "v0.0.45"},
+	} {
+		t.Run(c.release, func(t *testing.T) {
+			f := newFake()
+			openapiRoute(t, f, c.release)
+			path := "/slurm/" + c.version + "/node/gpu001"
+			f.on("POST", path,
+				reply{200, restFixture(t, c.release, c.version+"/post_drain.200.json")},
+				reply{200, restFixture(t, c.release, c.version+"/post_resume.200.json")})
+			r := newTestREST(t, serve(t, f))
+			reason := `gpuhc: gpu: gpu3: "xid 79" $(reboot); rm -rf /`
+			if err := r.Drain(t.Context(), "gpu001", reason); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Resume(t.Context(), "gpu001"); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Backend(); got != "rest "+c.version {
+				t.Errorf("Backend %q", got)
+			}
+			reqs := f.requests()
+			if len(reqs) != 3 || r.Calls() != 3 || f.count("POST", path) != 2 {
+				t.Fatalf("%d requests, Calls %d, %d to %s; want openapi + 2 posts", len(reqs), r.Calls(), f.count("POST", path), path)
+			}
+			var drain, resume map[string]any
+			json.Unmarshal([]byte(reqs[1].body), &drain)
+			json.Unmarshal([]byte(reqs[2].body), &resume)
+			// Nothing else: reason_uid, deprecated in 26.05's update_node_msg
+			// (recorded openapi), is never sent; slurmctld takes the token's user.
+			if s, _ := json.Marshal(drain["state"]); string(s) != `["DRAIN"]` || drain["reason"] != reason || len(drain) != 2 {
+				t.Errorf("drain body %s", reqs[1].body)
+			}
+			if s, _ := json.Marshal(resume["state"]); string(s) != `["RESUME"]` || len(resume) != 1 {
+				t.Errorf("resume body %s", reqs[2].body)
+			}
+			// Without it 24.11 answers 400 "Unable to parse query.", 26.05
+			// 500 "Unspecified error" (recorded).
+			for _, req := range reqs[1:] {
+				if req.contentType != "application/json" {
+					t.Errorf("POST Content-Type %q", req.contentType)
+				}
+			}
+		})
 	}
 }
 
@@ -186,6 +201,24 @@ func TestRESTErrorMessagesRecorded(t *testing.T) {
 			[]string{"HTTP 200", "Failure to query node nosuchnode"}, ErrNodeNotFound},
 		{"slurm-24.11", "v0.0.42", "gpu001", "GET", "ctld_down.502.json",
 			[]string{"HTTP 502", "Unable to contact slurm controller (connect failure) [error 1800"}, nil},
+		// 26.05: a POST to an unknown node is 422 (24.11: 500); a GET is
+		// still 200 with error 0; a bad state is 2180, not 2028.
+		{"slurm-26.05", "v0.0.45", "nosuchnode", "POST", "post_unknown_node.422.json",
+			[]string{"POST /slurm/v0.0.45/node/nosuchnode: HTTP 422", "Failure to update node nosuchnode: Invalid node name specified [error 2018 in _update_node]"}, ErrNodeNotFound},
+		{"slurm-26.05", "v0.0.42", "nosuchnode", "POST", "post_unknown_node.422.json",
+			[]string{"HTTP 422", "[error 2018"}, ErrNodeNotFound},
+		{"slurm-26.05", "v0.0.45", "nosuchnode", "GET", "node_unknown.200.json",
+			[]string{"HTTP 200", "Failure to query node nosuchnode"}, ErrNodeNotFound},
+		{"slurm-26.05", "v0.0.45", "gpu001", "GET", "unauthorized.511.json",
+			[]string{"GET /slurm/v0.0.45/node/gpu001: HTTP 511", "Protocol authentication error [error 1007 in _dump_nodes]", "scontrol token username=slurm"}, ErrUnauthorized},
+		{"slurm-26.05", "v0.0.45", "gpu001", "POST", "post_unauthorized.511.json",
+			[]string{"POST /slurm/v0.0.45/node/gpu001: HTTP 511", "Failure to update node gpu001"}, ErrUnauthorized},
+		{"slurm-26.05", "v0.0.45", "gpu001", "POST", "post_bad_state.500.json",
+			[]string{"HTTP 500", `Unknown flag "BOGUS"`, "Invalid node state transition [error 2180 in _update_node]"}, nil},
+		{"slurm-26.05", "v0.0.45", "gpu001", "GET", "ctld_down.502.json",
+			[]string{"HTTP 502", "Unable to contact slurm controller (connect failure) [error 1800"}, nil},
+		{"slurm-26.05", "v0.0.45", "gpu001", "POST", "post_drain_ctld_down.502.json",
+			[]string{"HTTP 502", "Failure to update node gpu001: Unable to contact slurm controller"}, nil},
 		{"slurm-22.05", "v0.0.38", "nosuchnode", "GET", "node_unknown.500.json",
 			[]string{"HTTP 500", "Invalid node name specified [error 2018]"}, ErrNodeNotFound},
 		{"slurm-22.05", "v0.0.38", "vm", "GET", "ctld_down.500.json",
@@ -211,8 +244,10 @@ func TestRESTErrorMessagesRecorded(t *testing.T) {
 					t.Errorf("error lacks %q:\n%v", w, err)
 				}
 			}
-			if c.is != nil && !errors.Is(err, c.is) {
-				t.Errorf("not %v: %v", c.is, err)
+			for _, sentinel := range []error{ErrUnauthorized, ErrNodeNotFound} {
+				if got := errors.Is(err, sentinel); got != (c.is == sentinel) {
+					t.Errorf("errors.Is(err, %v) = %v: %v", sentinel, got, err)
+				}
 			}
 			if strings.Contains(err.Error(), testToken) || strings.Contains(err.Error(), "SIGNATURE") {
 				t.Errorf("token in error: %v", err)
@@ -278,16 +313,24 @@ func TestRESTGivesUpAfterRetries(t *testing.T) {
 }
 
 func TestRESTNoRetryOnDefiniteAnswers(t *testing.T) {
-	for _, file := range []string{"post_bad_state.500.json", "post_unknown_node.500.json", "post_unauthorized.511.json"} {
+	for _, c := range []struct{ release, version, file string }{
+		{"slurm-24.11", "v0.0.42", "post_bad_state.500.json"},
+		{"slurm-24.11", "v0.0.42", "post_unknown_node.500.json"},
+		{"slurm-24.11", "v0.0.42", "post_unauthorized.511.json"},
+		{"slurm-26.05", "v0.0.45", "post_bad_state.500.json"},
+		{"slurm-26.05", "v0.0.45", "post_unknown_node.422.json"},
+		{"slurm-26.05", "v0.0.45", "post_unauthorized.511.json"},
+	} {
 		f := newFake()
-		openapiRoute(t, f, "slurm-24.11")
-		f.on("POST", "/slurm/v0.0.42/node/gpu001", reply{statusOf(t, file), restFixture(t, "slurm-24.11", "v0.0.42/"+file)})
+		openapiRoute(t, f, c.release)
+		path := "/slurm/" + c.version + "/node/gpu001"
+		f.on("POST", path, reply{statusOf(t, c.file), restFixture(t, c.release, c.version+"/"+c.file)})
 		r := newTestREST(t, serve(t, f))
 		if err := r.Drain(t.Context(), "gpu001", "gpuhc: x"); err == nil {
-			t.Fatalf("%s: no error", file)
+			t.Fatalf("%s/%s: no error", c.release, c.file)
 		}
-		if n := f.count("POST", "/slurm/v0.0.42/node/gpu001"); n != 1 {
-			t.Errorf("%s: sent %d times, want 1", file, n)
+		if n := f.count("POST", path); n != 1 {
+			t.Errorf("%s/%s: sent %d times, want 1", c.release, c.file, n)
 		}
 	}
 }

@@ -67,7 +67,9 @@ func (r *REST) Resume(ctx context.Context, name string) error {
 	return r.update(ctx, name, nodeUpdate{State: []string{"RESUME"}})
 }
 
-// nodeUpdate is the POST body; v0.0.39+ take state as an array.
+// nodeUpdate is the POST body; v0.0.39+ take state as an array. It has
+// no reason_uid (deprecated in 26.05's v0.0.42-45 update_node_msg):
+// slurmctld records the token's user whatever the body says.
 type nodeUpdate struct {
 	State  []string `json:"state"`
 	Reason string   `json:"reason,omitempty"`

@@ -30,16 +30,29 @@ func (r *REST) Ping(ctx context.Context) error {
 // "up" its own way (recorded):
 //
 //	v0.0.38 (22.05):           "ping":"UP", "status":0
-//	v0.0.40 (24.11):           "pinged":"UP"
-//	v0.0.41-44 (24.11, 26.05): "pinged":"UP", "responding":true
-//	v0.0.45 (26.05):           "responding":true, no "pinged"
+//	v0.0.40-41 (24.11):        "pinged":"UP"
+//	v0.0.42-44 (24.11, 26.05): "pinged":"UP", "responding":true
+//	v0.0.45 (26.05):           "responding":true, "status":"No error", no "pinged"
 //
-// Pointers tell a missing field from a zero one.
+// Pointers tell a missing field from a zero one. v0.0.45's status is the
+// text of slurmctld's answer: "Protocol authentication error" for a
+// refused token, "Unable to contact slurm controller (connect failure)"
+// for a dead one (recorded); v0.0.38's is a number.
 type pingEntry struct {
-	Hostname   string  `json:"hostname"`
-	Ping       *string `json:"ping"`
-	Pinged     *string `json:"pinged"`
-	Responding *bool   `json:"responding"`
+	Hostname   string          `json:"hostname"`
+	Ping       *string         `json:"ping"`
+	Pinged     *string         `json:"pinged"`
+	Responding *bool           `json:"responding"`
+	Status     json.RawMessage `json:"status"`
+}
+
+// why is v0.0.45's status text where it explains something, else "".
+func (p pingEntry) why() string {
+	var s string
+	if json.Unmarshal(p.Status, &s) != nil || s == "No error" {
+		return ""
+	}
+	return s
 }
 
 type pingResponse struct {
@@ -103,7 +116,11 @@ func checkPings(body []byte) error {
 			return fmt.Errorf("ping %s: %w", p.Hostname, err)
 		}
 		anyUp = anyUp || up
-		seen = append(seen, p.Hostname+" "+upDown(up))
+		st := p.Hostname + " " + upDown(up)
+		if w := p.why(); w != "" {
+			st += ": " + w
+		}
+		seen = append(seen, st)
 	}
 	if !anyUp {
 		return fmt.Errorf("no slurmctld UP (%s); slurmctld is down or refused the token", strings.Join(seen, ", "))

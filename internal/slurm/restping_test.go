@@ -8,23 +8,35 @@ import (
 // Every recorded ping answer, through the whole client: discovery picks
 // the version under test, Ping reads its answer.
 func TestRESTPingRecorded(t *testing.T) {
-	cases := []struct {
+	type pingCase struct {
 		release, version, file string
 		ok                     bool
-	}{
-		{"slurm-22.05", "v0.0.38", "ping.200.json", true},
-		{"slurm-24.11", "v0.0.40", "ping.200.json", true},
-		{"slurm-24.11", "v0.0.41", "ping.200.json", true},
-		{"slurm-24.11", "v0.0.42", "ping.200.json", true},
-		// 24.11 answers 200 "DOWN" for a refused token, as for a dead slurmctld.
-		{"slurm-24.11", "v0.0.40", "unauthorized_ping.200.json", false},
-		{"slurm-24.11", "v0.0.42", "unauthorized_ping.200.json", false},
-		{"slurm-24.11", "v0.0.40", "ping_ctld_down.200.json", false},
-		{"slurm-24.11", "v0.0.41", "ping_ctld_down.200.json", false},
-		{"slurm-24.11", "v0.0.42", "ping_ctld_down.200.json", false},
-		{"slurm-22.05", "v0.0.38", "unauthorized_ping.500.json", false},
-		{"slurm-22.05", "v0.0.38", "ping_ctld_down.500.json", false},
+		why                    string // in the error, where not ok
 	}
+	cases := []pingCase{
+		{"slurm-22.05", "v0.0.38", "ping.200.json", true, ""},
+		{"slurm-24.11", "v0.0.40", "ping.200.json", true, ""},
+		{"slurm-24.11", "v0.0.41", "ping.200.json", true, ""},
+		{"slurm-24.11", "v0.0.42", "ping.200.json", true, ""},
+		// 24.11 answers 200 "DOWN" for a refused token, as for a dead slurmctld.
+		{"slurm-24.11", "v0.0.40", "unauthorized_ping.200.json", false, ""},
+		{"slurm-24.11", "v0.0.42", "unauthorized_ping.200.json", false, ""},
+		{"slurm-24.11", "v0.0.40", "ping_ctld_down.200.json", false, ""},
+		{"slurm-24.11", "v0.0.41", "ping_ctld_down.200.json", false, ""},
+		{"slurm-24.11", "v0.0.42", "ping_ctld_down.200.json", false, ""},
+		{"slurm-22.05", "v0.0.38", "unauthorized_ping.500.json", false, ""},
+		{"slurm-22.05", "v0.0.38", "ping_ctld_down.500.json", false, ""},
+	}
+	for _, v := range versions2605() {
+		cases = append(cases,
+			pingCase{"slurm-26.05", v, "ping.200.json", true, ""},
+			pingCase{"slurm-26.05", v, "ping_ctld_down.200.json", false, "vm DOWN"},
+			pingCase{"slurm-26.05", v, "unauthorized_ping.200.json", false, "vm DOWN"})
+	}
+	// v0.0.45 says why slurmctld did not answer.
+	cases = append(cases,
+		pingCase{"slurm-26.05", "v0.0.45", "ping_ctld_down.200.json", false, "vm DOWN: Unable to contact slurm controller (connect failure)"},
+		pingCase{"slurm-26.05", "v0.0.45", "unauthorized_ping.200.json", false, "vm DOWN: Protocol authentication error"})
 	for _, c := range cases {
 		t.Run(c.release+"/"+c.version+"/"+c.file, func(t *testing.T) {
 			f := newFake()
@@ -41,6 +53,9 @@ func TestRESTPingRecorded(t *testing.T) {
 			if err != nil && !strings.Contains(err.Error(), "GET /slurm/"+c.version+"/ping/") {
 				t.Errorf("error does not name the request: %v", err)
 			}
+			if err != nil && !strings.Contains(err.Error(), c.why) {
+				t.Errorf("error lacks %q: %v", c.why, err)
+			}
 		})
 	}
 }
@@ -54,10 +69,12 @@ func TestCheckPings(t *testing.T) {
 		{"v0.0.38 up", `{"pings":[{"hostname":"vm","ping":"UP","status":0,"mode":"primary"}]}`, ""},
 		{"v0.0.40 up", `{"pings":[{"hostname":"vm","pinged":"UP","latency":1112,"mode":"primary"}]}`, ""},
 		{"v0.0.42 up", `{"pings":[{"hostname":"vm","pinged":"UP","responding":true,"latency":1,"mode":"primary","primary":true}]}`, ""},
-		{"v0.0.45 up", `{"pings":[{"hostname":"vm","responding":true,"latency":1,"primary":true}]}`, ""},
+		{"v0.0.45 up", `{"pings":[{"hostname":"vm","responding":true,"latency":1,"primary":true,"status":"No error"}]}`, ""},
 		{"lower case", `{"pings":[{"hostname":"vm","ping":"up"}]}`, ""},
 		{"backup up", `{"pings":[{"hostname":"a","responding":false},{"hostname":"b","responding":true}]}`, ""},
 		{"v0.0.45 down", `{"pings":[{"hostname":"vm","responding":false,"primary":true}]}`, "no slurmctld UP (vm DOWN)"},
+		{"v0.0.45 status", `{"pings":[{"hostname":"vm","responding":false,"status":"Protocol authentication error"}]}`, "(vm DOWN: Protocol authentication error)"},
+		{"v0.0.38 status", `{"pings":[{"hostname":"vm","ping":"DOWN","status":-1}]}`, "(vm DOWN)"},
 		{"v0.0.42 down", `{"pings":[{"hostname":"vm","pinged":"DOWN","responding":false}]}`, "no slurmctld UP (vm DOWN)"},
 		{"all down", `{"pings":[{"hostname":"a","pinged":"DOWN"},{"hostname":"b","responding":false}]}`, "(a DOWN, b DOWN)"},
 		{"disagree", `{"pings":[{"hostname":"vm","pinged":"UP","responding":false}]}`, "disagree"},

@@ -130,8 +130,43 @@ func recordedNodes() []recordedNode {
 	// A DRAIN without a reason keeps the previous, foreign one (recorded).
 	out = append(out, recordedNode{r24, "v0.0.42", "node_drained_no_reason.200.json", "gpu001", Node{Name: "gpu001",
 		State: []string{"IDLE", "DRAIN"}, Reason: "maintenance", ReasonUser: "root", ReasonTime: at(1796018084)}})
-	return out
+	return append(out, recorded2605()...)
 }
+
+// recorded2605 is 26.05.5 through v0.0.42-45. Unlike 24.11, RESUME clears
+// the reason (resumed nodes have none), a never-drained node has
+// reason_set_by_user "" (24.11: "root"), and v0.0.45 has no reason_uid.
+func recorded2605() []recordedNode {
+	const r26 = "slurm-26.05"
+	var out []recordedNode
+	drainedAt := map[string]int64{"v0.0.42": 1796220410, "v0.0.43": 1796220412, "v0.0.44": 1796220414, "v0.0.45": 1796220416}
+	for _, v := range versions2605() {
+		bare := func(name string, state ...string) Node { return Node{Name: name, State: state} }
+		out = append(out,
+			recordedNode{r26, v, "node_idle.200.json", "gpu001", bare("gpu001", "IDLE")},
+			recordedNode{r26, v, "nodes_idle.200.json", "gpu004", bare("gpu004", "IDLE")},
+			recordedNode{r26, v, "node_drained.200.json", "gpu001", Node{Name: "gpu001", State: []string{"IDLE", "DRAIN"},
+				Reason: ourReason, ReasonUser: "slurm", ReasonTime: at(drainedAt[v])}},
+			recordedNode{r26, v, "node_foreign_drain.200.json", "gpu001", Node{Name: "gpu001", State: []string{"IDLE", "DRAIN"},
+				Reason: "maintenance", ReasonUser: "root", ReasonTime: at(drainedAt[v] + 1)}},
+			// RESUME cleared our reason: nothing left to mistake for ours.
+			recordedNode{r26, v, "node_resumed.200.json", "gpu001", bare("gpu001", "IDLE", "NOT_RESPONDING")},
+			recordedNode{r26, v, "node_resumed_settled.200.json", "gpu001", bare("gpu001", "IDLE")},
+			recordedNode{r26, v, "node_down.200.json", "gpu004", Node{Name: "gpu004", State: []string{"DOWN"},
+				Reason: "gpuhc-e2e: slurmd stopped", ReasonUser: "root", ReasonTime: at(1796220420)}},
+			recordedNode{r26, v, "nodes_mixed.200.json", "gpu002", Node{Name: "gpu002", State: []string{"IDLE", "DRAIN"},
+				Reason: ourReason, ReasonUser: "root", ReasonTime: at(1796220420)}},
+			recordedNode{r26, v, "nodes_mixed.200.json", "gpu001", bare("gpu001", "IDLE")},
+		)
+	}
+	// A DRAIN without a reason, after a RESUME cleared the last one, leaves
+	// a drained node with no reason at all (24.11 kept the stale one).
+	return append(out, recordedNode{r26, "v0.0.45", "node_drained_no_reason.200.json", "gpu001",
+		Node{Name: "gpu001", State: []string{"IDLE", "DRAIN"}}})
+}
+
+// versions2605 is what 26.05.5's slurmrestd serves (recorded openapi).
+func versions2605() []string { return []string{"v0.0.42", "v0.0.43", "v0.0.44", "v0.0.45"} }
 
 func withState(n Node, state ...string) Node {
 	n.State = state

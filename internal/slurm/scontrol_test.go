@@ -26,6 +26,8 @@ func TestScontrolNodeRecorded(t *testing.T) {
 		{"slurm-24.11", "show_node_drained", "gpu001", "IDLE+DRAIN"},
 		{"slurm-24.11", "show_node_idle", "gpu001", "IDLE"},
 		{"slurm-22.05", "show_node_drained", "vm", "IDLE+DRAIN"},
+		{"slurm-26.05", "show_node_drained", "gpu001", "IDLE+DRAIN"},
+		{"slurm-26.05", "show_node_resumed", "gpu001", "IDLE+NOT_RESPONDING"},
 	} {
 		f := newFakeScontrol(t)
 		f.recorded(-1, c.release, c.file)
@@ -107,6 +109,11 @@ func TestScontrolFailuresRecorded(t *testing.T) {
 		{"slurm-22.05", "show_node_unknown", "node", "Node nosuchnode not found", ErrNodeNotFound},
 		{"slurm-24.11", "show_node_unknown", "node", "Node nosuchnode not found", ErrNodeNotFound},
 		{"slurm-22.05", "show_node_ctld_down", "node", "slurm_load_node error: Unable to contact slurm controller", nil},
+		{"slurm-26.05", "update_bad_state", "drain", "Invalid input: State=BOGUS Request aborted", nil},
+		{"slurm-26.05", "update_ctld_down", "drain", "slurm_update error: Unable to contact slurm controller (connect failure)", nil},
+		{"slurm-26.05", "show_node_ctld_down", "node", "slurm_load_node error: Unable to contact slurm controller", nil},
+		{"slurm-26.05", "update_unknown_node", "drain", "Invalid node name specified", ErrNodeNotFound},
+		{"slurm-26.05", "show_node_unknown", "node", "Node nosuchnode not found", ErrNodeNotFound},
 	}
 	for _, c := range cases {
 		f := newFakeScontrol(t)

@@ -20,7 +20,7 @@ func utc(s string) time.Time {
 }
 
 func TestParseShowNodeRecorded(t *testing.T) {
-	const r22, r24 = "slurm-22.05", "slurm-24.11"
+	const r22, r24, r26 = "slurm-22.05", "slurm-24.11", "slurm-26.05"
 	cases := []struct {
 		release, file, name string
 		want                Node
@@ -45,6 +45,16 @@ func TestParseShowNodeRecorded(t *testing.T) {
 			Reason: ourReason, ReasonUser: "slurm", ReasonTime: utc("2026-11-30T05:54:42")}},
 		{r24, "show_node_down.txt", "gpu004", Node{Name: "gpu004", State: []string{"DOWN"},
 			Reason: "gpuhc-e2e: slurmd stopped", ReasonUser: "root", ReasonTime: utc("2026-11-30T05:54:49")}},
+		{r26, "show_node_idle.txt", "gpu001", Node{Name: "gpu001", State: []string{"IDLE"}}},
+		{r26, "show_node_drained.txt", "gpu001", Node{Name: "gpu001", State: []string{"IDLE", "DRAIN"},
+			Reason: ourReason, ReasonUser: "slurm", ReasonTime: utc("2026-12-02T14:06:56")}},
+		{r26, "show_node_foreign.txt", "gpu001", Node{Name: "gpu001", State: []string{"IDLE", "DRAIN"},
+			Reason: "maintenance", ReasonUser: "root", ReasonTime: utc("2026-12-02T14:06:57")}},
+		// 26.05 clears the reason on RESUME, as 22.05 did.
+		{r26, "show_node_resumed.txt", "gpu001", Node{Name: "gpu001", State: []string{"IDLE", "NOT_RESPONDING"}}},
+		{r26, "show_node_resumed_settled.txt", "gpu001", Node{Name: "gpu001", State: []string{"IDLE"}}},
+		{r26, "show_node_down.txt", "gpu004", Node{Name: "gpu004", State: []string{"DOWN"},
+			Reason: "gpuhc-e2e: slurmd stopped", ReasonUser: "root", ReasonTime: utc("2026-12-02T14:07:00")}},
 	}
 	for _, c := range cases {
 		t.Run(c.release+"/"+c.file, func(t *testing.T) {
@@ -65,6 +75,10 @@ func TestScontrolAgreesWithREST(t *testing.T) {
 		{"slurm-24.11", "show_node_foreign.txt", "v0.0.42/node_foreign_drain.200.json", "gpu001"},
 		{"slurm-24.11", "show_node_resumed.txt", "v0.0.42/node_resumed.200.json", "gpu001"},
 		{"slurm-24.11", "show_node_drained.txt", "v0.0.42/node_drained.200.json", "gpu001"},
+		{"slurm-26.05", "show_node_foreign.txt", "v0.0.45/node_foreign_drain.200.json", "gpu001"},
+		{"slurm-26.05", "show_node_resumed.txt", "v0.0.45/node_resumed.200.json", "gpu001"},
+		{"slurm-26.05", "show_node_drained.txt", "v0.0.45/node_drained.200.json", "gpu001"},
+		{"slurm-26.05", "show_node_down.txt", "v0.0.45/node_down.200.json", "gpu004"},
 	}
 	for _, p := range pairs {
 		a, err := parseShowNode(scontrolFixture(t, p.release, p.text), p.name, time.UTC)

@@ -2,9 +2,11 @@
 # Record real slurmrestd and scontrol responses from the test bed into
 # internal/slurm/testdata/{rest,scontrol}/<release>/ (see the README there).
 #
-#   bash test/e2e/record-fixtures.sh          # brings both test beds up, records, tears down
-#   KEEP=1 bash test/e2e/record-fixtures.sh   # leave the test beds running
+#   bash test/e2e/record-fixtures.sh            # all three beds, one after the other
+#   bash test/e2e/record-fixtures.sh 26         # only Slurm 26.05 (or 22, 24; several allowed)
+#   KEEP=1 bash test/e2e/record-fixtures.sh 26  # leave the test beds running
 #
+# Each bed is brought up for its recording and torn down after it.
 # REST bodies are stored byte-exact as received, one file per case named
 # <case>.<http status>.json (an empty body gives an empty file).
 # scontrol cases are stored as <case>.txt (stdout), <case>.stderr.txt and
@@ -21,20 +23,25 @@ REASON='gpuhc: host.mounts: /scratch: not mounted'
 FOREIGN='maintenance'
 DOWNREASON='gpuhc-e2e: slurmd stopped'
 
+BEDS=("$@")
+((${#BEDS[@]})) || BEDS=(22 24 26)
+for b in "${BEDS[@]}"; do
+	case $b in 22 | 24 | 26) ;; *) die "usage: record-fixtures.sh [22|24|26]..." ;; esac
+done
+
 [[ $(id -u) == 0 ]] || die "run as root"
 
 e2e_lock "$(basename "$0")"
 
+UP=() # beds brought up, torn down on exit
 cleanup() {
-	local rc=$?
+	local rc=$? b
 	if [[ ${KEEP:-} != 1 ]]; then
-		bash "$HERE/testbed.sh" down || true
+		for b in "${UP[@]}"; do bash "$HERE/testbed.sh" "down$b" || true; done
 	fi
 	exit $rc
 }
 trap cleanup EXIT
-
-bash "$HERE/testbed.sh" up
 
 # ------------------------------------------------------------------ helpers
 
@@ -64,9 +71,9 @@ sc() {
 	printf '  %-28s exit %s: %s\n' "$case" "$rc" "${*: -3}" >&2
 }
 
-# responding24 NODE: no NOT_RESPONDING flag (a RESUME sets it for up to a second
-# on 24.11, until slurmctld's next ping reaches the node).
-responding24() { ! s24 scontrol show node -o "$1" | grep -q 'State=[^ ]*NOT_RESPONDING'; }
+# responding_bed V NODE: no NOT_RESPONDING flag (a RESUME sets it for up to a
+# second, until slurmctld's next ping reaches the node).
+responding_bed() { ! s_bed "$1" scontrol show node -o "$2" | grep -q 'State=[^ ]*NOT_RESPONDING'; }
 responding22() { ! scontrol show node -o "$1" | grep -q 'State=[^ ]*NOT_RESPONDING'; }
 
 # ------------------------------------------------------------------ 22.05
@@ -134,15 +141,20 @@ record22() {
 	unset SLURM_CONF
 }
 
-# ------------------------------------------------------------------ 24.11
+# ------------------------------------------------------------------ 24.11, 26.05
 
-record24() {
-	local rel=slurm-24.11 node=gpu001 url=http://127.0.0.1:$S24_REST_PORT tok v base rd sd
+# record_bed V REST-VERSION...: the chroot bed V (24 or 26), every case for
+# each API version given; the extras (one-off POSTs, scontrol) on the last,
+# newest one.
+record_bed() {
+	local bv=$1; shift
+	local versions=("$@") last=${*: -1}
+	bed "$bv"
+	local rel=slurm-$B_LABEL node=gpu001 url=http://127.0.0.1:$B_REST_PORT tok v base rd sd
 	rd=$OUT/rest/$rel; sd=$OUT/scontrol/$rel
-	tok=$(cat "$S24_TOKEN")
+	tok=$(cat "$B_TOKEN")
 	rm -rf "$rd" "$sd"
-	log "recording $rel"
-	local versions=(v0.0.40 v0.0.41 v0.0.42)
+	log "recording $rel (${versions[*]})"
 
 	rec "$rd" openapi GET "$url/openapi/v3" "$tok"
 	rec "$rd" openapi_noauth GET "$url/openapi/v3" none
@@ -153,34 +165,34 @@ record24() {
 		rec "$rd/$v" node_idle GET "$base/node/$node" "$tok"
 		rec "$rd/$v" nodes_idle GET "$base/nodes" "$tok"
 	done
-	sc "$sd" show_node_idle s24 scontrol show node -o "$node"
-	sc "$sd" json_show_node_idle s24 scontrol --json show node "$node"
+	sc "$sd" show_node_idle s_bed "$bv" scontrol show node -o "$node"
+	sc "$sd" json_show_node_idle s_bed "$bv" scontrol --json show node "$node"
 
 	for v in "${versions[@]}"; do
 		base=$url/slurm/$v
 		rec "$rd/$v" post_drain POST "$base/node/$node" "$tok" "{\"state\":[\"DRAIN\"],\"reason\":\"$REASON\"}"
 		rec "$rd/$v" node_drained GET "$base/node/$node" "$tok"
-		[[ $v == v0.0.42 ]] && {
-			sc "$sd" show_node_drained s24 scontrol show node -o "$node"
-			sc "$sd" json_show_node_drained s24 scontrol --json show node "$node"
+		[[ $v == "$last" ]] && {
+			sc "$sd" show_node_drained s_bed "$bv" scontrol show node -o "$node"
+			sc "$sd" json_show_node_drained s_bed "$bv" scontrol --json show node "$node"
 		}
 		rec "$rd/$v" post_resume POST "$base/node/$node" "$tok" '{"state":["RESUME"]}'
 		rec "$rd/$v" node_resumed GET "$base/node/$node" "$tok"
-		[[ $v == v0.0.42 ]] && {
-			sc "$sd" show_node_resumed s24 scontrol show node -o "$node"
-			sc "$sd" json_show_node_resumed s24 scontrol --json show node "$node"
+		[[ $v == "$last" ]] && {
+			sc "$sd" show_node_resumed s_bed "$bv" scontrol show node -o "$node"
+			sc "$sd" json_show_node_resumed s_bed "$bv" scontrol --json show node "$node"
 		}
-		wait_for 20 "$node responding" responding24 "$node"
+		wait_for 20 "$node responding" responding_bed "$bv" "$node"
 		rec "$rd/$v" node_resumed_settled GET "$base/node/$node" "$tok"
-		[[ $v == v0.0.42 ]] && sc "$sd" show_node_resumed_settled s24 scontrol show node -o "$node"
-		s24 scontrol update NodeName="$node" State=DRAIN Reason="$FOREIGN"
+		[[ $v == "$last" ]] && sc "$sd" show_node_resumed_settled s_bed "$bv" scontrol show node -o "$node"
+		s_bed "$bv" scontrol update NodeName="$node" State=DRAIN Reason="$FOREIGN"
 		rec "$rd/$v" node_foreign_drain GET "$base/node/$node" "$tok"
-		[[ $v == v0.0.42 ]] && {
-			sc "$sd" show_node_foreign s24 scontrol show node -o "$node"
-			sc "$sd" json_show_node_foreign s24 scontrol --json show node "$node"
+		[[ $v == "$last" ]] && {
+			sc "$sd" show_node_foreign s_bed "$bv" scontrol show node -o "$node"
+			sc "$sd" json_show_node_foreign s_bed "$bv" scontrol --json show node "$node"
 		}
-		s24 scontrol update NodeName="$node" State=RESUME
-		wait_for 20 "$node responding" responding24 "$node"
+		s_bed "$bv" scontrol update NodeName="$node" State=RESUME
+		wait_for 20 "$node responding" responding_bed "$bv" "$node"
 		rec "$rd/$v" node_unknown GET "$base/node/nosuchnode" "$tok"
 		rec "$rd/$v" post_bad_state POST "$base/node/$node" "$tok" '{"state":["BOGUS"]}'
 		rec "$rd/$v" post_unknown_node POST "$base/node/nosuchnode" "$tok" "{\"state\":[\"DRAIN\"],\"reason\":\"$REASON\"}"
@@ -188,55 +200,66 @@ record24() {
 		rec "$rd/$v" unauthorized_ping GET "$base/ping" "${tok%?????}XXXXX"
 		rec "$rd/$v" post_unauthorized POST "$base/node/$node" "${tok%?????}XXXXX" "{\"state\":[\"DRAIN\"],\"reason\":\"$REASON\"}"
 	done
-	# v0.0.42 only: a POST without Content-Type: application/json, a DRAIN without reason
-	CTYPE=application/x-www-form-urlencoded rec "$rd/v0.0.42" post_form_content_type POST "$url/slurm/v0.0.42/node/$node" "$tok" "{\"state\":[\"DRAIN\"],\"reason\":\"$REASON\"}"
-	rec "$rd/v0.0.42" post_drain_no_reason POST "$url/slurm/v0.0.42/node/$node" "$tok" '{"state":["DRAIN"]}'
-	rec "$rd/v0.0.42" node_drained_no_reason GET "$url/slurm/v0.0.42/node/$node" "$tok"
-	s24 scontrol update NodeName="$node" State=RESUME
-	wait_for 20 "$node responding" responding24 "$node"
-	sc "$sd" show_node_unknown s24 scontrol show node -o nosuchnode
-	sc "$sd" json_show_node_unknown s24 scontrol --json show node nosuchnode
-	sc "$sd" update_drain s24 scontrol update NodeName="$node" State=DRAIN Reason="$REASON"
-	sc "$sd" update_resume s24 scontrol update NodeName="$node" State=RESUME
-	wait_for 20 "$node responding" responding24 "$node"
-	sc "$sd" update_unknown_node s24 scontrol update NodeName=nosuchnode State=DRAIN Reason="$REASON"
-	sc "$sd" update_bad_state s24 scontrol update NodeName="$node" State=BOGUS
+	# newest version only: a POST without Content-Type: application/json, a DRAIN without reason
+	CTYPE=application/x-www-form-urlencoded rec "$rd/$last" post_form_content_type POST "$url/slurm/$last/node/$node" "$tok" "{\"state\":[\"DRAIN\"],\"reason\":\"$REASON\"}"
+	rec "$rd/$last" post_drain_no_reason POST "$url/slurm/$last/node/$node" "$tok" '{"state":["DRAIN"]}'
+	rec "$rd/$last" node_drained_no_reason GET "$url/slurm/$last/node/$node" "$tok"
+	s_bed "$bv" scontrol update NodeName="$node" State=RESUME
+	wait_for 20 "$node responding" responding_bed "$bv" "$node"
+	sc "$sd" show_node_unknown s_bed "$bv" scontrol show node -o nosuchnode
+	sc "$sd" json_show_node_unknown s_bed "$bv" scontrol --json show node nosuchnode
+	sc "$sd" update_drain s_bed "$bv" scontrol update NodeName="$node" State=DRAIN Reason="$REASON"
+	sc "$sd" update_resume s_bed "$bv" scontrol update NodeName="$node" State=RESUME
+	wait_for 20 "$node responding" responding_bed "$bv" "$node"
+	sc "$sd" update_unknown_node s_bed "$bv" scontrol update NodeName=nosuchnode State=DRAIN Reason="$REASON"
+	sc "$sd" update_bad_state s_bed "$bv" scontrol update NodeName="$node" State=BOGUS
 
 	# a mixed cluster for listing / storm-guard counting: gpu002 ours, gpu003 foreign
-	s24 scontrol update NodeName=gpu002 State=DRAIN Reason="$REASON"
-	s24 scontrol update NodeName=gpu003 State=DRAIN Reason="$FOREIGN"
+	s_bed "$bv" scontrol update NodeName=gpu002 State=DRAIN Reason="$REASON"
+	s_bed "$bv" scontrol update NodeName=gpu003 State=DRAIN Reason="$FOREIGN"
 	for v in "${versions[@]}"; do rec "$rd/$v" nodes_mixed GET "$url/slurm/$v/nodes" "$tok"; done
-	sc "$sd" show_nodes_mixed s24 scontrol show node -o
-	s24 scontrol update NodeName=gpu002,gpu003 State=RESUME
+	sc "$sd" show_nodes_mixed s_bed "$bv" scontrol show node -o
+	s_bed "$bv" scontrol update NodeName=gpu002,gpu003 State=RESUME
 
 	# down: stop gpu004's slurmd, mark it DOWN
-	stop slurmd24-gpu004
-	s24 scontrol update NodeName=gpu004 State=DOWN Reason="$DOWNREASON"
+	stop "slurmd$bv-gpu004"
+	s_bed "$bv" scontrol update NodeName=gpu004 State=DOWN Reason="$DOWNREASON"
 	for v in "${versions[@]}"; do rec "$rd/$v" node_down GET "$url/slurm/$v/node/gpu004" "$tok"; done
-	sc "$sd" show_node_down s24 scontrol show node -o gpu004
-	sc "$sd" json_show_node_down s24 scontrol --json show node gpu004
+	sc "$sd" show_node_down s_bed "$bv" scontrol show node -o gpu004
+	sc "$sd" json_show_node_down s_bed "$bv" scontrol --json show node gpu004
 
 	# slurmctld stopped
-	stop slurmctld24
+	stop "slurmctld$bv"
 	for v in "${versions[@]}"; do
 		rec "$rd/$v" ctld_down GET "$url/slurm/$v/node/$node" "$tok"
 		rec "$rd/$v" ping_ctld_down GET "$url/slurm/$v/ping" "$tok"
 	done
-	rec "$rd/v0.0.42" post_drain_ctld_down POST "$url/slurm/v0.0.42/node/$node" "$tok" "{\"state\":[\"DRAIN\"],\"reason\":\"$REASON\"}"
-	sc "$sd" show_node_ctld_down s24 scontrol show node -o "$node"
-	sc "$sd" update_ctld_down s24 scontrol update NodeName="$node" State=DRAIN Reason="$REASON"
-	start slurmctld24 "$E2E_DIR/slurmctld24.out" chroot "$ROOT24" /usr/sbin/slurmctld -D
-	wait_for 30 "slurmctld 24.11" s24 scontrol ping || { dump_logs24; die "slurmctld 24.11 did not restart"; }
-	start slurmd24-gpu004 "$E2E_DIR/slurmd24-gpu004.out" chroot "$ROOT24" /usr/sbin/slurmd -D -N gpu004
-	s24 scontrol update NodeName=gpu004 State=RESUME || true
-	wait_for 60 "24.11 nodes idle" nodes24_idle || { dump_logs24; die "24.11 nodes did not come back"; }
-	s24 scontrol --version >"$sd/VERSION"
+	rec "$rd/$last" post_drain_ctld_down POST "$url/slurm/$last/node/$node" "$tok" "{\"state\":[\"DRAIN\"],\"reason\":\"$REASON\"}"
+	sc "$sd" show_node_ctld_down s_bed "$bv" scontrol show node -o "$node"
+	sc "$sd" update_ctld_down s_bed "$bv" scontrol update NodeName="$node" State=DRAIN Reason="$REASON"
+	start "slurmctld$bv" "$E2E_DIR/slurmctld$bv.out" chroot "$B_ROOT" /usr/sbin/slurmctld -D
+	wait_for 30 "slurmctld $B_LABEL" s_bed "$bv" scontrol ping || { dump_logs_bed "$bv"; die "slurmctld $B_LABEL did not restart"; }
+	start "slurmd$bv-gpu004" "$E2E_DIR/slurmd$bv-gpu004.out" chroot "$B_ROOT" /usr/sbin/slurmd -D -N gpu004
+	s_bed "$bv" scontrol update NodeName=gpu004 State=RESUME || true
+	wait_for 60 "$B_LABEL nodes idle" nodes_idle "$bv" || { dump_logs_bed "$bv"; die "$B_LABEL nodes did not come back"; }
+	s_bed "$bv" scontrol --version >"$sd/VERSION"
 }
+
+# 24.11 serves v0.0.40-42; 26.05 serves v0.0.42-45 (its /openapi/v3).
+record24() { record_bed 24 v0.0.40 v0.0.41 v0.0.42; }
+record26() { record_bed 26 v0.0.42 v0.0.43 v0.0.44 v0.0.45; }
 
 # ------------------------------------------------------------------ main
 
 t0=$SECONDS
-record22
-record24
+for b in "${BEDS[@]}"; do
+	UP+=("$b")
+	bash "$HERE/testbed.sh" "up$b"
+	"record$b"
+	if [[ ${KEEP:-} != 1 ]]; then
+		bash "$HERE/testbed.sh" "down$b"
+		UP=("${UP[@]:0:${#UP[@]}-1}")
+	fi
+done
 find "$OUT/rest" "$OUT/scontrol" -type f -exec chmod 0644 {} +
-log "fixtures recorded under $OUT in $((SECONDS - t0))s"
+log "fixtures recorded under $OUT in $((SECONDS - t0))s (${BEDS[*]})"
