@@ -102,8 +102,11 @@ func (c *Client) Backend() string {
 	return c.mode
 }
 
-// Ping checks slurmrestd and our credentials where REST is configured;
-// an ErrUnauthorized in the chain means the token was refused.
+// Ping checks slurmrestd and our credentials where REST is configured.
+// An ErrUnauthorized in the chain means the token was refused: HTTP 401 or
+// 511, or v0.0.45's ping status. 22.05 (HTTP 500) and 24.11 (HTTP 200,
+// controller DOWN) give no sign of a refused token on ping (recorded), so
+// there a refused token reads as slurmctld down.
 func (c *Client) Ping(ctx context.Context) error {
 	if c.rest == nil {
 		return nil

@@ -21,7 +21,7 @@ func (r *REST) Ping(ctx context.Context) error {
 		return err
 	}
 	if err := checkPings(body); err != nil {
-		return fmt.Errorf("slurmrestd %s %s: %w", req.method, req.path, err)
+		return r.explain(fmt.Errorf("slurmrestd %s %s: %w", req.method, req.path, err))
 	}
 	return nil
 }
@@ -45,6 +45,10 @@ type pingEntry struct {
 	Responding *bool           `json:"responding"`
 	Status     json.RawMessage `json:"status"`
 }
+
+// authText is slurm_strerror(SLURM_PROTOCOL_AUTHENTICATION_ERROR), the
+// status v0.0.45 gives a controller that refused our token (recorded).
+const authText = "Protocol authentication error"
 
 // why is v0.0.45's status text where it explains something, else "".
 func (p pingEntry) why() string {
@@ -94,9 +98,10 @@ func (p pingEntry) up() (bool, error) {
 }
 
 // checkPings wants some slurmctld up; a backup controller that answers is
-// enough to drain through. 24.11 answers HTTP 200 with "pinged":"DOWN" both
-// when slurmctld is down and when it refuses our token (recorded), so the
-// message names both causes.
+// enough to drain through. 24.11 and 26.05 answer HTTP 200 with the
+// controller down both when slurmctld is down and when it refuses our token
+// (recorded). Only v0.0.45's status tells the two apart; where it says the
+// token was refused, the error is ErrUnauthorized.
 func checkPings(body []byte) error {
 	var pr pingResponse
 	if err := json.Unmarshal(body, &pr); err != nil {
@@ -106,7 +111,7 @@ func checkPings(body []byte) error {
 		return errors.New("ping answer lists no controller")
 	}
 	var seen []string
-	anyUp := false
+	anyUp, refused := false, false
 	for i, p := range *pr.Pings {
 		if p.Hostname == "" {
 			return fmt.Errorf("ping entry %d has no hostname", i)
@@ -119,13 +124,17 @@ func checkPings(body []byte) error {
 		st := p.Hostname + " " + upDown(up)
 		if w := p.why(); w != "" {
 			st += ": " + w
+			refused = refused || (!up && w == authText)
 		}
 		seen = append(seen, st)
 	}
-	if !anyUp {
-		return fmt.Errorf("no slurmctld UP (%s); slurmctld is down or refused the token", strings.Join(seen, ", "))
+	switch {
+	case anyUp:
+		return nil
+	case refused:
+		return fmt.Errorf("%w: no slurmctld UP (%s)", ErrUnauthorized, strings.Join(seen, ", "))
 	}
-	return nil
+	return fmt.Errorf("no slurmctld UP (%s); slurmctld is down or refused the token", strings.Join(seen, ", "))
 }
 
 func upDown(up bool) string {

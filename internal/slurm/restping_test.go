@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -12,31 +13,33 @@ func TestRESTPingRecorded(t *testing.T) {
 		release, version, file string
 		ok                     bool
 		why                    string // in the error, where not ok
+		refused                bool   // the error is ErrUnauthorized
 	}
 	cases := []pingCase{
-		{"slurm-22.05", "v0.0.38", "ping.200.json", true, ""},
-		{"slurm-24.11", "v0.0.40", "ping.200.json", true, ""},
-		{"slurm-24.11", "v0.0.41", "ping.200.json", true, ""},
-		{"slurm-24.11", "v0.0.42", "ping.200.json", true, ""},
+		{"slurm-22.05", "v0.0.38", "ping.200.json", true, "", false},
+		{"slurm-24.11", "v0.0.40", "ping.200.json", true, "", false},
+		{"slurm-24.11", "v0.0.41", "ping.200.json", true, "", false},
+		{"slurm-24.11", "v0.0.42", "ping.200.json", true, "", false},
 		// 24.11 answers 200 "DOWN" for a refused token, as for a dead slurmctld.
-		{"slurm-24.11", "v0.0.40", "unauthorized_ping.200.json", false, ""},
-		{"slurm-24.11", "v0.0.42", "unauthorized_ping.200.json", false, ""},
-		{"slurm-24.11", "v0.0.40", "ping_ctld_down.200.json", false, ""},
-		{"slurm-24.11", "v0.0.41", "ping_ctld_down.200.json", false, ""},
-		{"slurm-24.11", "v0.0.42", "ping_ctld_down.200.json", false, ""},
-		{"slurm-22.05", "v0.0.38", "unauthorized_ping.500.json", false, ""},
-		{"slurm-22.05", "v0.0.38", "ping_ctld_down.500.json", false, ""},
+		{"slurm-24.11", "v0.0.40", "unauthorized_ping.200.json", false, "", false},
+		{"slurm-24.11", "v0.0.42", "unauthorized_ping.200.json", false, "", false},
+		{"slurm-24.11", "v0.0.40", "ping_ctld_down.200.json", false, "", false},
+		{"slurm-24.11", "v0.0.41", "ping_ctld_down.200.json", false, "", false},
+		{"slurm-24.11", "v0.0.42", "ping_ctld_down.200.json", false, "", false},
+		{"slurm-22.05", "v0.0.38", "unauthorized_ping.500.json", false, "", false},
+		{"slurm-22.05", "v0.0.38", "ping_ctld_down.500.json", false, "", false},
 	}
-	for _, v := range versions2605() {
+	for _, v := range []string{"v0.0.42", "v0.0.43", "v0.0.44"} {
 		cases = append(cases,
-			pingCase{"slurm-26.05", v, "ping.200.json", true, ""},
-			pingCase{"slurm-26.05", v, "ping_ctld_down.200.json", false, "vm DOWN"},
-			pingCase{"slurm-26.05", v, "unauthorized_ping.200.json", false, "vm DOWN"})
+			pingCase{"slurm-26.05", v, "ping.200.json", true, "", false},
+			pingCase{"slurm-26.05", v, "ping_ctld_down.200.json", false, "vm DOWN", false},
+			pingCase{"slurm-26.05", v, "unauthorized_ping.200.json", false, "vm DOWN", false})
 	}
-	// v0.0.45 says why slurmctld did not answer.
+	// v0.0.45 says why slurmctld did not answer, a refused token included.
 	cases = append(cases,
-		pingCase{"slurm-26.05", "v0.0.45", "ping_ctld_down.200.json", false, "vm DOWN: Unable to contact slurm controller (connect failure)"},
-		pingCase{"slurm-26.05", "v0.0.45", "unauthorized_ping.200.json", false, "vm DOWN: Protocol authentication error"})
+		pingCase{"slurm-26.05", "v0.0.45", "ping.200.json", true, "", false},
+		pingCase{"slurm-26.05", "v0.0.45", "ping_ctld_down.200.json", false, "vm DOWN: Unable to contact slurm controller (connect failure)", false},
+		pingCase{"slurm-26.05", "v0.0.45", "unauthorized_ping.200.json", false, "vm DOWN: Protocol authentication error", true})
 	for _, c := range cases {
 		t.Run(c.release+"/"+c.version+"/"+c.file, func(t *testing.T) {
 			f := newFake()
@@ -55,6 +58,12 @@ func TestRESTPingRecorded(t *testing.T) {
 			}
 			if err != nil && !strings.Contains(err.Error(), c.why) {
 				t.Errorf("error lacks %q: %v", c.why, err)
+			}
+			if got := errors.Is(err, ErrUnauthorized); got != c.refused {
+				t.Errorf("errors.Is(err, ErrUnauthorized) = %v, want %v: %v", got, c.refused, err)
+			}
+			if c.refused && !strings.Contains(err.Error(), "scontrol token username=slurm") {
+				t.Errorf("refused token without the hint to renew it: %v", err)
 			}
 		})
 	}
