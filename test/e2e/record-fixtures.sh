@@ -258,7 +258,7 @@ for b in "${BEDS[@]}"; do
 	"record$b"
 	if [[ ${KEEP:-} != 1 ]]; then
 		bash "$HERE/testbed.sh" "down$b"
-		UP=("${UP[@]:0:${#UP[@]}-1}")
+		UP=() # only one bed is up at a time without KEEP
 	fi
 done
 find "$OUT/rest" "$OUT/scontrol" -type f -exec chmod 0644 {} +
