@@ -5,6 +5,10 @@
 #     HealthCheckProgram every 5 s (through a wrapper, since the program
 #     cannot take arguments); a required tmpfs mount is unmounted to inject a
 #     fault. Node control: scontrol.
+#  Scenarios 2 to 6 run on Slurm 24.11 (trixie chroot) and again on 26.05
+#  (forky chroot): use_bed_run points the scenario variables at one bed;
+#  PASS/FAIL lines carry the version ("26.05 (4): ..."). Below, "24.11"
+#  stands for either.
 #  2. Slurm 24.11 in the trixie chroot, four simulated nodes: the binary is
 #     copied into the chroot and run by every slurmd as HealthCheckProgram; a
 #     per-host override makes only gpu002 need the mount. Node control: REST
@@ -37,13 +41,15 @@
 #     simulated DGX H100: XID 145 Nonfatal stays idle; XID 154 "Node Reboot
 #     Required", a fatal NVSwitch SXid and a PCIe AER fatal error drain
 #     through REST.
-#  spank. The SPANK plugin on both test beds (test/e2e/spank.sh):
+#  spank. The SPANK plugin on all three test beds (test/e2e/spank.sh):
 #     --gpu-health=quick|full reaches gpuhc-prolog (its event log has the
 #     job's mode), a bogus value is refused at submit time.
 #  jobs. gpuhc-prolog and gpuhc-epilog as Prolog/Epilog with real jobs
-#     (test/e2e/jobs.sh): healthy jobs and the prolog's cost, a prolog
+#     (test/e2e/jobs.sh, on all three): healthy jobs and the prolog's cost, a prolog
 #     fault that drains and requeues, an epilog fault, leftover processes,
 #     an XID attributed to the job that was running.
+#  hct. The HealthCheckTimeout scenario on 26.05 (test/e2e/hctimeout.sh,
+#     where it exists).
 #
 # Prints PASS:/FAIL: lines and ends with "e2e: N passed, M failed"; exits 1
 # if anything failed. Everything started is stopped by PID on exit.
@@ -1026,4 +1032,6 @@ case $ONLY in '' | spank) spank_scenarios ;; 26) spank_scenario26 ;; esac
 case $ONLY in '' | jobs) RAN_JOBS=1; jobs_scenarios ;; 26) RAN_JOBS=1; jobs_scenario26 ;; esac
 if declare -F hctimeout_scenario26 >/dev/null; then
 	case $ONLY in '' | 26 | hct) use_bed_run 26; hctimeout_scenario26 ;; esac
+elif [[ $ONLY == hct ]]; then
+	fail "hct: no hctimeout_scenario26 ($HERE/hctimeout.sh missing)"
 fi
