@@ -639,6 +639,26 @@ main() {
 # ------------------------------------------------------------------ scenario helpers
 # Shared by run.sh and by spank.sh and jobs.sh run on their own.
 
+# use_bed 24|26: point the scenario variables at one chroot test bed, so a
+# scenario written once runs on 24.11 and on 26.05:
+#   BV 24|26, BL "24.11"|"26.05" (in every PASS/FAIL line), BROOT,
+#   BREST_PORT, BTOKEN (host path), BTOKEN_IN (chroot path), BNODES,
+#   BREST the REST version gpuhc picks there (the highest with a node POST:
+#   v0.0.42 on 24.11, v0.0.45 on 26.05, verified).
+# sb CMD... runs CMD in that chroot, showb NODE is its `scontrol show node
+# -o`, upb EXTRA brings it up with EXTRA as its extra slurm.conf lines, downb
+# takes it down.
+use_bed() {
+	bed "$1"
+	BV=$B_V BL=$B_LABEL BROOT=$B_ROOT BREST_PORT=$B_REST_PORT BTOKEN=$B_TOKEN BTOKEN_IN=$B_TOKEN_IN
+	BNODES=("${B_NODES[@]}")
+	case $BV in 24) BREST=v0.0.42 ;; 26) BREST=v0.0.45 ;; esac
+}
+sb() { chroot "$BROOT" "$@"; }
+showb() { sb scontrol show node -o "$1" 2>&1; }
+upb() { local -x "GPUHC_S${BV}_EXTRA=$1"; up_bed "$BV"; }
+downb() { down_bed "$BV" quiet; }
+
 # e2e_asserts NAME: the PASS/FAIL counters and the helpers scenarios use.
 # expect DESCRIPTION CMD...: PASS if CMD succeeds; WHY, if set, says why not.
 e2e_asserts() {
