@@ -26,16 +26,17 @@
 #     (from each run's outcome line) and the bytes per node (wirecount) are
 #     printed as a report, and kept in $E2E_DIR/load/report.txt.
 #
-# Why State=DOWN for the paper nodes (measured on 24.11 and 26.05): a node
-# that never registers, declared UNKNOWN or IDLE, turns DOWN* with reason
-# "Not responding" after SlurmdTimeout, and gpuhc rightly never overwrites a
-# reason that is not its own ("gpuhc: …"), so those runs would all be
-# drain-skipped. FUTURE nodes are not listed by slurmrestd and refuse a
-# DRAIN. Declared DOWN, a node has an empty reason and stays so (slurmctld
-# only writes "Not responding" when a node it thought up stops answering),
-# takes DRAIN through REST, and counts in the total the fraction limit
-# would use: a real fleet where the failing nodes are up is the same to the
-# storm guard, which only reads DRAIN and the reason.
+# Why State=DOWN for the paper nodes (probed on 26.05.5): a node that never
+# registers, declared UNKNOWN, is UNKNOWN+NOT_RESPONDING past SlurmdTimeout
+# and then DOWN with slurmctld's "Not responding" reason, and gpuhc rightly
+# never overwrites a reason that is not its own ("gpuhc: …"), so those runs
+# would be drain-skipped. FUTURE nodes are not shown by `scontrol show
+# node`. CLOUD ones (IDLE+CLOUD+POWERED_DOWN, no reason) belong to power
+# saving. Declared DOWN, a node is DOWN+NOT_RESPONDING with an empty reason
+# (35 s after start), takes DRAIN through REST and counts in slurmrestd's
+# node list, the storm guard's total; the checks below assert the first and
+# last on every run. To the storm guard a fleet whose failing nodes are up
+# is the same: it only reads DRAIN and the reason.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
