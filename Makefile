@@ -33,6 +33,12 @@ test:
 e2e: build
 	bash test/e2e/run.sh
 
+# A fleet-sized storm against real Slurm (26.05 bed; LOAD_BED=24 for 24.11):
+# 1000 paper nodes, 200 failing health checks at once (test/e2e/load.sh).
+.PHONY: e2e-load
+e2e-load: build
+	bash test/e2e/load.sh $(LOAD_BED)
+
 # On a GPU machine: real NVML, a dry run, timings; changes nothing (see
 # docs/hardware-validation.md). Results under $OUT if set.
 .PHONY: gpu-smoke

@@ -241,13 +241,14 @@ func (e Engine) drain(ctx context.Context, named check.Result, reason string, st
 	if err := e.Ctl.Drain(ctx, e.Node, reason); err != nil {
 		return Outcome{}, fmt.Errorf("drain %s: %w", e.Node, err)
 	}
+	drainedAt := e.now()
 	st.Drained = &Drain{Reason: reason, At: now, By: e.by()}
 	st.Foreign, st.Suppressed = "", ""
 	ev := e.event(now, events.KindDrain, reason, e.Ctl.Backend())
 	ev.Check, ev.Component, ev.Serial, ev.Action = named.Check, named.Component, named.IDs.Serial, string(named.Action)
 	run.Events = append(run.Events, ev)
 	if e.stormOn() {
-		if detail, over := e.recount(ctx, reason); over {
+		if detail, over := e.recount(ctx, reason, drainedAt); over {
 			// Nodes that failed together all saw room; the late ones give
 			// their drain back, so the limit holds.
 			if err := e.Ctl.Resume(ctx, e.Node); err == nil || e.resumedAnyway(ctx) {

@@ -83,7 +83,7 @@ var (
 
 func engine(f *fakeSlurm) Engine {
 	return Engine{Node: "gpu001", Policy: config.Default().Policy, Ctl: f, Now: func() time.Time { return t0 },
-		Jitter: func() float64 { return 0 }}
+		Jitter: func() float64 { return 0 }, Sleep: func(context.Context, time.Duration) error { return nil }}
 }
 
 func idle(state ...string) slurm.Node {

@@ -203,7 +203,11 @@ func (e Engine) spread(ctx context.Context) error {
 	if e.Jitter != nil {
 		r = e.Jitter
 	}
-	d := time.Duration(r() * float64(max))
+	return e.wait(ctx, time.Duration(r()*float64(max)))
+}
+
+// wait sleeps d (through Engine.Sleep when set) or until ctx ends.
+func (e Engine) wait(ctx context.Context, d time.Duration) error {
 	if e.Sleep != nil {
 		return e.Sleep(ctx, d)
 	}
@@ -217,12 +221,42 @@ func (e Engine) spread(ctx context.Context) error {
 	}
 }
 
-// recount lists the nodes again after our drain and ranks gpuhc's drains
-// by reason time, then name. If this node comes at or past the limit, it
-// drained alongside others that all saw room, and should give its drain
-// back. Every node ranks the same way, so the earliest drains stay. A list
-// that fails, or does not show our drain yet, keeps the drain.
-func (e Engine) recount(ctx context.Context, reason string) (string, bool) {
+// clockSkew is how far the controller's clock may be behind ours when the
+// recount waits for the second of our drain to end (NTP keeps clocks
+// within milliseconds; on the test beds they are the same clock).
+const clockSkew = 250 * time.Millisecond
+
+// settle waits until slurmctld's clock has left the second in which it
+// stamped our drain. slurmctld keeps reason times in whole seconds
+// (verified on 24.11 and 26.05: ReasonTime, reason_changed_at), so drains
+// made in the same second tie and are ranked by name; a node that
+// recounted before a tie with a smaller name had drained would keep its
+// drain, and so would that node: 200 runs at once on a real 26.05 cluster
+// drained more than the limit. After the settle every drain that ranks
+// before ours is visible, and every later one has a later reason time.
+// drainedAt is our clock after slurmctld answered the drain, so the stamp
+// is no later than it.
+func (e Engine) settle(ctx context.Context, drainedAt time.Time) error {
+	end := drainedAt.Truncate(time.Second).Add(time.Second + clockSkew)
+	if d := end.Sub(e.now()); d > 0 {
+		return e.wait(ctx, d)
+	}
+	return nil
+}
+
+// recount lists the nodes again after our drain (made at drainedAt, our
+// clock) and ranks gpuhc's drains by reason time, then name. If this node
+// comes at or past the limit, it drained alongside others that all saw
+// room, and should give its drain back. Every node ranks the same way and,
+// after the settle, sees every drain ranked before its own, so the
+// earliest drains stay and exactly the limit is kept: the first limit
+// nodes in that order never see limit nodes before them, and every later
+// one sees all of those. A list that fails, a settle cut short, or a list
+// that does not show our drain keeps the drain.
+func (e Engine) recount(ctx context.Context, reason string, drainedAt time.Time) (string, bool) {
+	if e.settle(ctx, drainedAt) != nil {
+		return "", false
+	}
 	nodes, err := e.Ctl.Nodes(ctx)
 	if err != nil {
 		return "", false

@@ -413,6 +413,18 @@ type busyCluster struct {
 	mu    sync.Mutex
 	nodes map[string]*slurm.Node
 	calls atomic.Int64
+	// seconds makes reason times whole seconds, as slurmctld keeps them
+	// (reason_changed_at, "ReasonTime=2026-12-02T14:00:07").
+	seconds bool
+}
+
+func newBusyCluster(total int, seconds bool) *busyCluster {
+	c := &busyCluster{nodes: map[string]*slurm.Node{}, seconds: seconds}
+	for i := 1; i <= total; i++ {
+		name := fmt.Sprintf("gpu%03d", i)
+		c.nodes[name] = &slurm.Node{Name: name, State: []string{"IDLE"}}
+	}
+	return c
 }
 
 type member struct {
@@ -445,6 +457,9 @@ func (m member) Drain(_ context.Context, name, reason string) error {
 	defer m.c.mu.Unlock()
 	n := m.c.nodes[name]
 	n.State, n.Reason, n.ReasonTime = []string{"IDLE", "DRAIN"}, reason, time.Now()
+	if m.c.seconds {
+		n.ReasonTime = n.ReasonTime.Truncate(time.Second)
+	}
 	return nil
 }
 func (m member) Resume(_ context.Context, name string) error {
@@ -455,25 +470,45 @@ func (m member) Resume(_ context.Context, name string) error {
 	return nil
 }
 
+// Many nodes fail at once and all see room; after the recount exactly the
+// limit stays drained, and every other node records drain-suppressed. With
+// whole-second reason times (as slurmctld gives them) most drains tie, and a
+// node that recounted before a tie with a smaller name had drained kept its
+// drain: 200 concurrent runs on a real 26.05 cluster kept up to 3× the limit.
 func TestStormSimultaneousFailures(t *testing.T) {
-	const total, limit = 60, 5
-	c := &busyCluster{nodes: map[string]*slurm.Node{}}
-	for i := 1; i <= total; i++ {
-		name := fmt.Sprintf("gpu%03d", i)
-		c.nodes[name] = &slurm.Node{Name: name, State: []string{"IDLE"}}
+	cases := []struct {
+		name         string
+		total, limit int
+		seconds      bool
+		jitter       time.Duration
+	}{
+		{"nanosecond reason times", 60, 5, false, 20 * time.Millisecond},
+		{"whole-second reason times, no jitter", 200, 10, true, 0},
+		{"whole-second reason times, jitter", 200, 10, true, 300 * time.Millisecond},
 	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			stormAtOnce(t, tc.total, tc.limit, tc.seconds, tc.jitter)
+		})
+	}
+}
+
+func stormAtOnce(t *testing.T, total, limit int, seconds bool, jitter time.Duration) {
+	c := newBusyCluster(total, seconds)
 	var wg sync.WaitGroup
-	outcomes := make([]string, total)
-	for i := 0; i < total; i++ {
+	runs := make([]Run, total)
+	for i := range total {
 		wg.Go(func() {
-			e := Engine{Node: fmt.Sprintf("gpu%03d", i+1), Policy: config.Default().Policy, Ctl: member{c, fmt.Sprintf("gpu%03d", i+1)}}
+			name := fmt.Sprintf("gpu%03d", i+1)
+			e := Engine{Node: name, Policy: config.Default().Policy, Ctl: member{c, name}}
 			e.Policy.MaxDrainedFraction, e.Policy.MaxDrainedNodes = 0, limit
-			e.Policy.StormJitter.Duration = 20 * time.Millisecond
+			e.Policy.StormJitter.Duration = jitter
 			run, err := e.Apply(context.Background(), failing, State{})
 			if err != nil {
 				t.Error(err)
 			}
-			outcomes[i] = run.Outcome.Kind
+			runs[i] = run
 		})
 	}
 	wg.Wait()
@@ -484,10 +519,21 @@ func TestStormSimultaneousFailures(t *testing.T) {
 		}
 	}
 	if drained != limit {
-		t.Errorf("%d nodes drained at once, limit %d; outcomes %v", drained, limit, outcomes)
+		t.Errorf("%d nodes drained at once, limit %d", drained, limit)
 	}
-	if n := slices.Index(outcomes, ""); n >= 0 {
-		t.Errorf("node %d has no outcome", n)
+	kept, suppressed := 0, 0
+	for i, r := range runs {
+		switch k := strings.Join(kinds(r.Events), ","); {
+		case r.Outcome.Kind == Drained && k == "transition,drain":
+			kept++
+		case r.Outcome.Kind == DrainSuppressed && (k == "transition,drain-suppressed" || k == "transition,drain,resume,drain-suppressed"):
+			suppressed++
+		default:
+			t.Errorf("gpu%03d: outcome %+v, events %s", i+1, r.Outcome, k)
+		}
+	}
+	if kept != limit || suppressed != total-limit {
+		t.Errorf("%d runs drained and %d suppressed, want %d and %d", kept, suppressed, limit, total-limit)
 	}
 }
 
@@ -569,5 +615,53 @@ func TestCachedRefusal(t *testing.T) {
 				t.Errorf("Slurm calls %q", f.calls)
 			}
 		})
+	}
+}
+
+// The recount waits until slurmctld's clock has left the second of the
+// drain, plus the skew allowance, and not at all once it has.
+func TestStormSettle(t *testing.T) {
+	base := time.Date(2026, 12, 2, 14, 0, 7, 0, time.UTC)
+	cases := []struct {
+		name           string
+		drained, now   time.Time
+		want           time.Duration
+		wantNoSleeping bool
+	}{
+		{"drained at the start of a second", base, base, time.Second + clockSkew, false},
+		{"drained late in a second", base.Add(900 * time.Millisecond), base.Add(950 * time.Millisecond), 50*time.Millisecond + clockSkew, false},
+		{"the second is long over", base, base.Add(2 * time.Second), 0, true},
+	}
+	for _, c := range cases {
+		var slept []time.Duration
+		e := Engine{Now: func() time.Time { return c.now },
+			Sleep: func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }}
+		if err := e.settle(context.Background(), c.drained); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		switch {
+		case c.wantNoSleeping && len(slept) != 0:
+			t.Errorf("%s: slept %v", c.name, slept)
+		case !c.wantNoSleeping && (len(slept) != 1 || slept[0] != c.want):
+			t.Errorf("%s: slept %v, want [%v]", c.name, slept, c.want)
+		}
+	}
+}
+
+// A recount whose settle is cut short (the run's deadline) keeps the drain
+// rather than listing, as a failed list does.
+func TestStormSettleCancelledKeepsDrain(t *testing.T) {
+	f := &fakeSlurm{node: idle()}
+	e := engine(f)
+	e.Policy.MaxDrainedFraction, e.Policy.MaxDrainedNodes = 0, 2
+	e.Policy.StormJitter.Duration = 0
+	e.Sleep = func(context.Context, time.Duration) error { return context.DeadlineExceeded }
+	e.Now = func() time.Time { return t0.Truncate(time.Second) }
+	run, err := e.Apply(context.Background(), failing, State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Outcome.Kind != Drained || !f.node.Drained() {
+		t.Errorf("outcome %+v, node %+v", run.Outcome, f.node)
 	}
 }
