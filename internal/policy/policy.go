@@ -190,6 +190,10 @@ func merged(last, run map[string]check.Status) map[string]check.Status {
 // named is the failure the reason names: the drain event carries its
 // check, component, serial and suggested action, which is what remediation
 // and an admin reading the event log act on.
+// noReason stands for a foreign drain that carries no reason, in the
+// state and the drain-skipped event.
+const noReason = "(drained with no reason)"
+
 func (e Engine) drain(ctx context.Context, named check.Result, reason string, st *State, run *Run, now time.Time) (Outcome, error) {
 	if e.DryRun {
 		return Outcome{WouldDrain, reason}, nil
@@ -214,14 +218,20 @@ func (e Engine) drain(ctx context.Context, named check.Result, reason string, st
 			return Outcome{AlreadyDrained, n.Reason + " (not set by this node's health check; left alone)"}, nil
 		}
 		return Outcome{AlreadyDrained, n.Reason}, nil
-	case offline(n) && n.Reason != "":
+	case offline(n) && (n.Reason != "" || n.Drained()):
 		// An admin's drain, slurmctld's own "Not responding", or a DOWN
 		// node still showing an old gpuhc reason (24.11 keeps reasons after
 		// RESUME): replacing it would hide why the node is out, and a DOWN
 		// node given DRAIN is not returned to service by ReturnToService.
-		if st.Foreign != n.Reason {
-			st.Foreign = n.Reason
-			run.Events = append(run.Events, e.event(now, events.KindDrainSkipped, n.Reason, e.Ctl.Backend()))
+		// A DRAIN with no reason at all is someone else's too: REST takes
+		// one (verified on 24.11 and 26.05.5), gpuhc never sends one.
+		foreign := n.Reason
+		if foreign == "" {
+			foreign = noReason
+		}
+		if st.Foreign != foreign {
+			st.Foreign = foreign
+			run.Events = append(run.Events, e.event(now, events.KindDrainSkipped, foreign, e.Ctl.Backend()))
 		}
 		st.Drained, st.Suppressed = nil, ""
 		return Outcome{ForeignDrain, fmt.Sprintf("left alone, %s by someone else: %q (we would say %q)", strings.ToLower(n.Base()), n.Reason, reason)}, nil
