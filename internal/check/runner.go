@@ -129,3 +129,6 @@ func FinishEarly(ctx context.Context) (context.Context, context.CancelFunc) {
 	margin := min(max(time.Until(dl)/10, 20*time.Millisecond), time.Second)
 	return context.WithDeadline(ctx, dl.Add(-margin))
 }
+
+// NameOf is c's name, or its type if Name panics.
+func NameOf(c Check) string { return safeName(c) }
