@@ -4,11 +4,12 @@
 #
 # Sourced by run.sh after testbed.sh (it uses run.sh's say/pass/fail/expect
 # and WHY; everything else here is prefixed jobs_), then:
-#   jobs_scenarios       # both test beds; or one of:
+#   jobs_scenarios       # all three test beds; or one of:
 #   jobs_scenario22      # Slurm 22.05 (host): (1)
 #   jobs_scenario24      # Slurm 24.11 (chroot, gpu[001-004]): (1), (2), (3), (5)
+#   jobs_scenario26      # Slurm 26.05 (chroot, gpu[001-004]): the same
 #   jobs_dump            # on failure: the Prolog/Epilog output and event logs
-# Run directly (root), it is its own driver: test/e2e/jobs.sh [22|24].
+# Run directly (root), it is its own driver: test/e2e/jobs.sh [22|24|26].
 #
 # The scenarios:
 #  (1) a healthy node runs jobs through gpuhc-prolog/epilog (srun and
@@ -47,8 +48,7 @@ fi
 JOBS_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 JOBS_BIN=${GPUHC_BIN_DIR:-$JOBS_REPO/bin}
 JOBS22=$E2E_DIR/jobs22                   # 22.05 files (host)
-JOBS24_IN=/srv/gpuhc-jobs                # 24.11 files, inside the chroot
-JOBS24=$ROOT24$JOBS24_IN
+JOBS_IN=/srv/gpuhc-jobs                  # 24.11 and 26.05 files, inside the chroot
 JOBS_N=${GPUHC_JOBS_N:-5}
 JOBS_WAIT=${GPUHC_E2E_WAIT:-30}
 JOBS_REASON2='gpuhc: gpu.xid: gpu3 (SN 1654922000003, 0000:5d:00.0): XID 79 GPU has fallen off the bus [simulated]'
@@ -59,13 +59,13 @@ JOBS_REASON3='gpuhc: gpu.memory: gpu2 (SN 1654922000002, 0000:3a:00.0): volatile
 # jobs_sc BED ARGS...: a Slurm client command on that test bed.
 jobs_sc() {
 	local bed=$1; shift
-	if [[ $bed == 22 ]]; then SLURM_CONF=$S22_CONF timeout 60 "$@"; else timeout 60 chroot "$ROOT24" "$@"; fi
+	if [[ $bed == 22 ]]; then SLURM_CONF=$S22_CONF timeout 60 "$@"; else bed "$bed"; timeout 60 chroot "$B_ROOT" "$@"; fi
 }
 
 # jobs_dir BED: the scenario directory as the host sees it; jobs_in BED: as
 # slurmd (and so the Prolog) sees it.
-jobs_dir() { if [[ $1 == 22 ]]; then echo "$JOBS22"; else echo "$JOBS24"; fi; }
-jobs_in() { if [[ $1 == 22 ]]; then echo "$JOBS22"; else echo "$JOBS24_IN"; fi; }
+jobs_dir() { if [[ $1 == 22 ]]; then echo "$JOBS22"; else bed "$1"; echo "$B_ROOT$JOBS_IN"; fi; }
+jobs_in() { if [[ $1 == 22 ]]; then echo "$JOBS22"; else echo "$JOBS_IN"; fi; }
 
 # jobs_node BED NODE: one line of scontrol show node -o.
 jobs_node() { jobs_sc "$1" scontrol show node -o "$2" 2>&1 || true; }
@@ -161,9 +161,10 @@ scontrol = "/usr/bin/scontrol"'
 		# The test bed never writes /etc/slurm on the host.
 		exports="SLURM_CONF=$S22_CONF; export SLURM_CONF"
 	else
+		bed "$bed"
 		slurm="backend = \"auto\"
-url = \"http://127.0.0.1:$S24_REST_PORT\"
-token_file = \"$S24_TOKEN_IN\"
+url = \"http://127.0.0.1:$B_REST_PORT\"
+token_file = \"$B_TOKEN_IN\"
 user = \"slurm\"
 scontrol = \"/usr/bin/scontrol\""
 	fi
@@ -217,8 +218,8 @@ jobs_conf() {
 	fi
 }
 
-jobs_up() { if [[ $1 == 22 ]]; then GPUHC_S22_EXTRA=$2 up22; else GPUHC_S24_EXTRA=$2 up24; fi; }
-jobs_down() { if [[ $1 == 22 ]]; then down22 quiet; else down24 quiet; fi; }
+jobs_up() { if [[ $1 == 22 ]]; then GPUHC_S22_EXTRA=$2 up22; else local -x "GPUHC_S$1_EXTRA=$2"; up_bed "$1"; fi; }
+jobs_down() { if [[ $1 == 22 ]]; then down22 quiet; else down_bed "$1" quiet; fi; }
 
 # jobs_time BED NODE N: run N `srun -w NODE /bin/true`, one after
 # another; prints the mean wall time in ms, or fails.
@@ -279,8 +280,8 @@ jobs_healthy() {
 		jobs_event_has "$bed" "$node" '.kind == "epilog" and (.job_id | test("^[0-9]+$")) and .status == "OK"'
 	expect "$l: no drain, no transition in the event log" \
 		eval "! jq -e -s '[.[] | select(.kind != \"prolog\" and .kind != \"epilog\")] | length > 0' '$f' >/dev/null"
-	if [[ $bed == 24 ]]; then
-		# Made here, not in slurm.conf: testbed.sh's up24 counts one
+	if [[ $bed != 22 ]]; then
+		# Made here, not in slurm.conf: testbed.sh's up_bed counts one
 		# sinfo line per node.
 		WHY=$(jobs_sc "$bed" scontrol create PartitionName=acceptance Nodes=ALL State=UP 2>&1) || true
 		j=$(jobs_sbatch "$bed" -p acceptance -w "$node" --wrap=true) || true
@@ -312,45 +313,45 @@ jobs_scenario22() {
 # jobs_requeued JOBID: requeued after its Prolog failed, waiting to run.
 jobs_requeued() {
 	local n st
-	n=$(jobs_job 24 "$1" Restarts); st=$(jobs_job 24 "$1" JobState)
+	n=$(jobs_job "$JB" "$1" Restarts); st=$(jobs_job "$JB" "$1" JobState)
 	WHY="job $1: JobState=$st Restarts=$n"
 	[[ $n =~ ^[0-9]+$ ]] && ((n >= 1)) && [[ $st == PENDING ]]
 }
 
 jobs_prolog_fault() {
-	local l="24.11 (2)" j n nodes et wait
-	jobs_args 24 prolog gpu003 "--simulate dgxh100 --inject gpu3:xid=79"
+	local l="$JL (2)" j n nodes et wait
+	jobs_args "$JB" prolog gpu003 "--simulate dgxh100 --inject gpu3:xid=79"
 	# Only gpu003 can take the job: the others are held by an admin drain.
-	jobs_sc 24 scontrol update NodeName=gpu001,gpu002,gpu004 State=DRAIN Reason="e2e: hold"
-	j=$(jobs_sbatch 24 --wrap=hostname) || true
+	jobs_sc "$JB" scontrol update NodeName=gpu001,gpu002,gpu004 State=DRAIN Reason="e2e: hold"
+	j=$(jobs_sbatch "$JB" --wrap=hostname) || true
 	say "$l: job ${j:-?} submitted; gpu003's prolog simulates XID 79 on gpu3"
 	expect "$l: the prolog drains gpu003 with exactly '$JOBS_REASON2'" \
-		jobs_wait "$JOBS_WAIT" jobs_is 24 gpu003 drained "$JOBS_REASON2"
-	WHY="$(grep -A1 'exit 1' "$JOBS24/out/prolog.gpu003.log" | head -2 | tr '\n' ' ')" || true
+		jobs_wait "$JOBS_WAIT" jobs_is "$JB" gpu003 drained "$JOBS_REASON2"
+	WHY="$(grep -A1 'exit 1' "$JD/out/prolog.gpu003.log" | head -2 | tr '\n' ' ')" || true
 	expect "$l: the prolog said it exits 1 so slurmd requeues job $j" \
-		grep -q "^exit 1: slurmd requeues job $j" "$JOBS24/out/prolog.gpu003.log"
+		grep -q "^exit 1: slurmd requeues job $j" "$JD/out/prolog.gpu003.log"
 	expect "$l: job $j was requeued, not failed: Restarts=1, pending" \
 		jobs_wait "$JOBS_WAIT" jobs_requeued "$j"
-	et=$(jobs_job 24 "$j" EligibleTime)
-	say "$l: scontrol show job $j: JobState=$(jobs_job 24 "$j" JobState) Restarts=$(jobs_job 24 "$j" Restarts) Reason=$(jobs_job 24 "$j" Reason) EligibleTime=$et"
+	et=$(jobs_job "$JB" "$j" EligibleTime)
+	say "$l: scontrol show job $j: JobState=$(jobs_job "$JB" "$j" JobState) Restarts=$(jobs_job "$JB" "$j" Restarts) Reason=$(jobs_job "$JB" "$j" Reason) EligibleTime=$et"
 	# slurmctld holds a requeued job back for a while (Reason=BeginTime):
 	# wait for that too, at most 5 minutes.
 	wait=$(($(date -d "$et" +%s 2>/dev/null || date +%s) - $(date +%s)))
 	wait=$((JOBS_WAIT + (wait > 0 ? (wait < 300 ? wait : 300) : 0)))
 	expect "$l: gpu003's event log: the drain by the prolog, with job id $j" \
-		jobs_event_has 24 gpu003 ".kind == \"drain\" and .by == \"prolog\" and .job_id == \"$j\" and .message == \"$JOBS_REASON2\""
+		jobs_event_has "$JB" gpu003 ".kind == \"drain\" and .by == \"prolog\" and .job_id == \"$j\" and .message == \"$JOBS_REASON2\""
 	expect "$l: gpu003's event log: a prolog event with status FAIL for job $j" \
-		jobs_event_has 24 gpu003 ".kind == \"prolog\" and .status == \"FAIL\" and .job_id == \"$j\""
+		jobs_event_has "$JB" gpu003 ".kind == \"prolog\" and .status == \"FAIL\" and .job_id == \"$j\""
 	# A healthy node comes back: the job runs there and completes.
-	jobs_sc 24 scontrol update NodeName=gpu001 State=RESUME
+	jobs_sc "$JB" scontrol update NodeName=gpu001 State=RESUME
 	expect "$l: job $j completes on a healthy node once one is free and it is eligible" \
-		jobs_wait "$wait" jobs_job_is 24 "$j" COMPLETED
-	nodes=$(jobs_job 24 "$j" NodeList)
+		jobs_wait "$wait" jobs_job_is "$JB" "$j" COMPLETED
+	nodes=$(jobs_job "$JB" "$j" NodeList)
 	WHY="NodeList=$nodes"
 	expect "$l: ... on gpu001, not gpu003" [ "$nodes" = gpu001 ]
-	expect "$l: gpu003 keeps our reason after slurmd saw the prolog fail" jobs_is 24 gpu003 drained "$JOBS_REASON2"
-	jobs_args 24 prolog gpu003 ""
-	for n in gpu002 gpu003 gpu004; do jobs_sc 24 scontrol update NodeName=$n State=RESUME || true; done
+	expect "$l: gpu003 keeps our reason after slurmd saw the prolog fail" jobs_is "$JB" gpu003 drained "$JOBS_REASON2"
+	jobs_args "$JB" prolog gpu003 ""
+	for n in gpu002 gpu003 gpu004; do jobs_sc "$JB" scontrol update NodeName=$n State=RESUME || true; done
 }
 
 # ------------------------------------------------------------ scenario (3)
@@ -358,93 +359,102 @@ jobs_prolog_fault() {
 # jobs_leftover_drained JOBID: gpu004 drained for the sleep JOBID left.
 jobs_leftover_drained() {
 	local line st r
-	line=$(jobs_node 24 gpu004); st=$(jobs_state "$line"); r=$(jobs_reason "$line")
+	line=$(jobs_node "$JB" gpu004); st=$(jobs_state "$line"); r=$(jobs_reason "$line")
 	WHY="gpu004: state=$st reason='$r'"
 	[[ $st == *DRAIN* && $r == "gpuhc: job.leftover: gpu2 (SN 1654922000002, 0000:3a:00.0): pid "*" (sleep, uid 0) holds 1024 MiB after job $1 [simulated]" ]]
 }
 
 jobs_epilog_fault() {
-	local l="24.11 (3)" j pid
-	jobs_args 24 epilog gpu002 "--simulate dgxh100 --inject gpu2:dbe=1"
-	j=$(jobs_sbatch 24 -w gpu002 --wrap=true) || true
+	local l="$JL (3)" j pid
+	jobs_args "$JB" epilog gpu002 "--simulate dgxh100 --inject gpu2:dbe=1"
+	j=$(jobs_sbatch "$JB" -w gpu002 --wrap=true) || true
 	say "$l: job ${j:-?} on gpu002; its epilog simulates a DBE on gpu2"
 	expect "$l: the epilog drains gpu002 with exactly '$JOBS_REASON3'" \
-		jobs_wait "$JOBS_WAIT" jobs_is 24 gpu002 drained "$JOBS_REASON3"
+		jobs_wait "$JOBS_WAIT" jobs_is "$JB" gpu002 drained "$JOBS_REASON3"
 	expect "$l: the epilog exited 1 (fail_exit) after draining" \
-		jobs_wait 10 grep -q "^=== epilog job $j exit 1" "$JOBS24/out/epilog.gpu002.log"
+		jobs_wait 10 grep -q "^=== epilog job $j exit 1" "$JD/out/epilog.gpu002.log"
 	sleep 3
-	expect "$l: the reason is still ours, not 'Epilog error'" jobs_is 24 gpu002 drained "$JOBS_REASON3"
+	expect "$l: the reason is still ours, not 'Epilog error'" jobs_is "$JB" gpu002 drained "$JOBS_REASON3"
 	expect "$l: gpu002's event log: the memory error during job $j (job-memory)" \
-		jobs_event_has 24 gpu002 ".kind == \"job-memory\" and .job_id == \"$j\" and .component == \"gpu2\" and (.message | startswith(\"volatile DBE 0 -> 1 during job $j\"))"
+		jobs_event_has "$JB" gpu002 ".kind == \"job-memory\" and .job_id == \"$j\" and .component == \"gpu2\" and (.message | startswith(\"volatile DBE 0 -> 1 during job $j\"))"
 	expect "$l: gpu002's event log: the drain by the epilog with job id $j" \
-		jobs_event_has 24 gpu002 ".kind == \"drain\" and .by == \"epilog\" and .job_id == \"$j\""
-	jobs_args 24 epilog gpu002 ""
-	jobs_sc 24 scontrol update NodeName=gpu002 State=RESUME || true
+		jobs_event_has "$JB" gpu002 ".kind == \"drain\" and .by == \"epilog\" and .job_id == \"$j\""
+	jobs_args "$JB" epilog gpu002 ""
+	jobs_sc "$JB" scontrol update NodeName=gpu002 State=RESUME || true
 
 	# A process left behind: the job starts it in its own session and
 	# writes its pid where the Epilog wrapper passes it on as
 	# --inject gpu2:leftover=PID; the epilog finds it in /proc, with the
 	# job's SLURM_JOB_ID in its environment.
-	j=$(jobs_sbatch 24 -w gpu004 --wrap="setsid /bin/sleep 300 </dev/null >/dev/null 2>&1 & echo \$! >$JOBS24_IN/leftover.\$SLURM_JOB_ID") || true
+	j=$(jobs_sbatch "$JB" -w gpu004 --wrap="setsid /bin/sleep 300 </dev/null >/dev/null 2>&1 & echo \$! >$JOBS_IN/leftover.\$SLURM_JOB_ID") || true
 	say "$l: job ${j:-?} on gpu004 leaves /bin/sleep running"
 	expect "$l: the epilog drains gpu004 for the leftover process of job $j" \
 		jobs_wait "$JOBS_WAIT" jobs_leftover_drained "$j"
-	say "$l: gpu004: $(jobs_reason "$(jobs_node 24 gpu004)")"
+	say "$l: gpu004: $(jobs_reason "$(jobs_node "$JB" gpu004)")"
 	expect "$l: gpu004's event log: the leftover (job-leftover) with job id $j" \
-		jobs_event_has 24 gpu004 ".kind == \"job-leftover\" and .job_id == \"$j\" and .status == \"FAIL\""
-	pid=$(cat "$JOBS24/leftover.$j" 2>/dev/null) || pid=
+		jobs_event_has "$JB" gpu004 ".kind == \"job-leftover\" and .job_id == \"$j\" and .status == \"FAIL\""
+	pid=$(cat "$JD/leftover.$j" 2>/dev/null) || pid=
 	# The sleep the job left: ours to end, by pid, once sure it is it.
 	if [[ -n $pid ]] && grep -q "SLURM_JOB_ID=$j" <(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null); then
 		kill "$pid" 2>/dev/null || true
 	fi
-	rm -f "$JOBS24/leftover.$j"
-	jobs_sc 24 scontrol update NodeName=gpu004 State=RESUME || true
+	rm -f "$JD/leftover.$j"
+	jobs_sc "$JB" scontrol update NodeName=gpu004 State=RESUME || true
 }
 
 # ------------------------------------------------------------ scenario (5)
 
 jobs_xid_during_job() {
-	local l="24.11 (5)" j
-	j=$(jobs_sbatch 24 -w gpu001 --wrap="sleep 8") || true
-	expect "$l: job ${j:-?} runs on gpu001" jobs_wait "$JOBS_WAIT" jobs_job_is 24 "${j:-none}" RUNNING
-	jobs_args 24 epilog gpu001 "--simulate dgxh100 --inject gpu5:xid=13"
+	local l="$JL (5)" j
+	j=$(jobs_sbatch "$JB" -w gpu001 --wrap="sleep 8") || true
+	expect "$l: job ${j:-?} runs on gpu001" jobs_wait "$JOBS_WAIT" jobs_job_is "$JB" "${j:-none}" RUNNING
+	jobs_args "$JB" epilog gpu001 "--simulate dgxh100 --inject gpu5:xid=13"
 	say "$l: while job $j runs, XID 13 is injected on gpu5 (the epilog's simulation)"
-	expect "$l: job $j completes" jobs_wait "$JOBS_WAIT" jobs_job_is 24 "$j" COMPLETED
+	expect "$l: job $j completes" jobs_wait "$JOBS_WAIT" jobs_job_is "$JB" "$j" COMPLETED
 	expect "$l: gpu001's event log attributes XID 13 on gpu5 to job $j (job-xid)" \
-		jobs_wait 10 jobs_event_has 24 gpu001 ".kind == \"job-xid\" and .job_id == \"$j\" and .xid == 13 and .component == \"gpu5\" and .serial == \"1654922000005\" and .status == \"WARN\""
-	WHY="$(ls "$JOBS24/state/gpu001/simulated/jobs/" 2>&1)" || true
-	expect "$l: job $j's record is gone after its epilog" [ ! -e "$JOBS24/state/gpu001/simulated/jobs/job.$j.json" ]
-	expect "$l: a warn-class XID does not drain gpu001" jobs_is 24 gpu001 clean
-	jobs_args 24 epilog gpu001 ""
+		jobs_wait 10 jobs_event_has "$JB" gpu001 ".kind == \"job-xid\" and .job_id == \"$j\" and .xid == 13 and .component == \"gpu5\" and .serial == \"1654922000005\" and .status == \"WARN\""
+	WHY="$(ls "$JD/state/gpu001/simulated/jobs/" 2>&1)" || true
+	expect "$l: job $j's record is gone after its epilog" [ ! -e "$JD/state/gpu001/simulated/jobs/job.$j.json" ]
+	expect "$l: a warn-class XID does not drain gpu001" jobs_is "$JB" gpu001 clean
+	jobs_args "$JB" epilog gpu001 ""
 }
 
-jobs_scenario24() {
-	say "jobs: Slurm 24.11 (chroot): gpuhc-prolog/epilog on gpu[001-004]"
-	RAN_JOBS24=1
+# jobs_scenario_bed 24|26: (1), (2), (3) and (5) on that chroot bed. JB is
+# the bed, JL its label ("24.11", "26.05"), JD its scenario directory as the
+# host sees it.
+jobs_scenario_bed() {
+	JB=$1
+	bed "$JB"
+	JL=$B_LABEL JD=$B_ROOT$JOBS_IN
+	say "jobs: Slurm $JL (chroot): gpuhc-prolog/epilog on gpu[001-004]"
+	declare -g "RAN_JOBS$JB=1"
 	local t0=$SECONDS before
-	need_chroot
-	down24 quiet
-	mkdir -p "$ROOT24/srv"
-	jobs_files 24
-	jobs_up 24 "$(jobs_conf 24)"
-	before=$(jobs_time 24 gpu001 "$JOBS_N") || before=0
-	down24 quiet
-	# up24 rewrites the chroot's config but leaves $JOBS24 alone.
-	jobs_up 24 "$(jobs_conf 24 with)"
-	WHY="$(chroot "$ROOT24" "$JOBS24_IN/gpuhc-prolog" --version 2>&1)" || true
-	expect "24.11: the cgo-built gpuhc-prolog and gpuhc-epilog run in the chroot" \
-		eval 'chroot "$ROOT24" "$JOBS24_IN/gpuhc-prolog" --version && chroot "$ROOT24" "$JOBS24_IN/gpuhc-epilog" --version'
-	jobs_healthy 24 gpu001 "24.11 (1)" "$before"
+	need_chroot "$JB"
+	jobs_down "$JB"
+	mkdir -p "$B_ROOT/srv"
+	jobs_files "$JB"
+	jobs_up "$JB" "$(jobs_conf "$JB")"
+	before=$(jobs_time "$JB" gpu001 "$JOBS_N") || before=0
+	jobs_down "$JB"
+	# up_bed rewrites the chroot's config but leaves $JD alone.
+	jobs_up "$JB" "$(jobs_conf "$JB" with)"
+	WHY="$(jobs_sc "$JB" "$JOBS_IN/gpuhc-prolog" --version 2>&1)" || true
+	expect "$JL: the cgo-built gpuhc-prolog and gpuhc-epilog run in the chroot" \
+		eval 'jobs_sc "$JB" "$JOBS_IN/gpuhc-prolog" --version && jobs_sc "$JB" "$JOBS_IN/gpuhc-epilog" --version'
+	jobs_healthy "$JB" gpu001 "$JL (1)" "$before"
 	jobs_prolog_fault
 	jobs_epilog_fault
 	jobs_xid_during_job
-	down24 quiet
-	say "jobs: 24.11 done in $((SECONDS - t0))s"
+	jobs_down "$JB"
+	say "jobs: $JL done in $((SECONDS - t0))s"
 }
+jobs_scenario24() { jobs_scenario_bed 24; }
+jobs_scenario26() { jobs_scenario_bed 26; }
 
 jobs_scenarios() {
 	jobs_scenario22
 	jobs_scenario24
+	jobs_scenario26
 }
 
 # jobs_dump: what a failure needs (call from run.sh's dump_all).
@@ -452,7 +462,8 @@ jobs_dump() {
 	local d f
 	[[ -n ${RAN_JOBS22:-} ]] && dump_logs22 2>&1
 	[[ -n ${RAN_JOBS24:-} ]] && dump_logs24 2>&1
-	for d in ${RAN_JOBS22:+"$JOBS22"} ${RAN_JOBS24:+"$JOBS24"}; do
+	[[ -n ${RAN_JOBS26:-} ]] && dump_logs26 2>&1
+	for d in ${RAN_JOBS22:+"$JOBS22"} ${RAN_JOBS24:+"$ROOT24$JOBS_IN"} ${RAN_JOBS26:+"$ROOT26$JOBS_IN"}; do
 		for f in "$d"/out/*.log "$d"/log/*.events.jsonl; do
 			[[ -f $f ]] || continue
 			echo "===== $f (last 40 lines)"; tail -40 "$f"

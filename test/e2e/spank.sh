@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
 # gpuhc e2e: the SPANK plugin (spank/gpuhc_spank.c) against real Slurm, on
-# both test beds: 22.05 on the host and 24.11 in the trixie chroot.
+# all three test beds: 22.05 on the host, 24.11 in the trixie chroot and
+# 26.05 in the forky chroot.
 #
 # Sourced by run.sh after testbed.sh (it uses run.sh's say/pass/fail/expect
 # and WHY), then:
-#   spank_scenarios          # both test beds; or one of:
+#   spank_scenarios          # all three test beds; or one of:
 #   spank_scenario22         # Slurm 22.05 (host)
 #   spank_scenario24         # Slurm 24.11 (chroot)
+#   spank_scenario26         # Slurm 26.05 (chroot)
 #   spank_dump               # on failure: daemon logs, prolog env files, stderr
 # Each scenario builds the plugin against that Slurm's own headers (make
-# spank; 24.11's come from the chroot's libslurm-dev .deb, unpacked once and
-# cached in $CACHE), brings its test bed up with PlugStackConfig= and a
-# Prolog that saves its environment, runs srun/sbatch/salloc, and takes the
-# test bed down again.
+# spank; 24.11's and 26.05's come from the chroot's libslurm-dev .deb,
+# unpacked once and cached in $CACHE), brings its test bed up with
+# PlugStackConfig= and a Prolog that saves its environment, runs
+# srun/sbatch/salloc, and takes the test bed down again.
 #
-# Run directly (root), it is its own driver: test/e2e/spank.sh [22|24].
+# Run directly (root), it is its own driver: test/e2e/spank.sh [22|24|26].
 #
-# Facts it relies on (verified on 22.05.8 and 24.11.5):
+# Facts it relies on (verified on 22.05.8, 24.11.5 and 26.05.5):
 # - clients (srun/sbatch/salloc) and slurmstepd read plugstack.conf on every
 #   run, so the file named by PlugStackConfig= can change under running
 #   daemons; only the PlugStackConfig=/Prolog= lines need slurmd to (re)start.
@@ -36,8 +38,7 @@ fi
 
 SPANK_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 SPANK22=$E2E_DIR/spank22                 # scenario files, host (22.05)
-SPANK24_IN=/srv/gpuhc-spank              # scenario files, inside the chroot
-SPANK24=$ROOT24$SPANK24_IN
+SPANK_IN=/srv/gpuhc-spank                # scenario files, inside a chroot
 SPANK_WAIT=${GPUHC_SPANK_WAIT:-30}       # seconds for a job's Prolog to run
 SPANK_MSG='--gpu-health: "bogus" is not quick or full'
 # gpuhc-prolog, run by the test Prolog after it saved the environment.
@@ -64,25 +65,25 @@ spank_hdr_series() {
 	printf '%d.%02d\n' $((16#$n >> 16)) $(((16#$n >> 8) & 255))
 }
 
-# spank_headers24: print the include dir of the chroot's Slurm headers. The
-# chroot runs Slurm but has no libslurm-dev; downloading the one .deb that
-# matches its slurm-client and unpacking it (cached) is cheaper than
-# installing it, and leaves the cached chroot as it is.
-spank_headers24() {
-	local ver dir deb tmp=/tmp/gpuhc-spank-dl
-	ver=$(chroot "$ROOT24" dpkg-query -W -f='${Version}' slurm-client) || return 1
+# spank_headers ROOT: print the include dir of that chroot's Slurm headers.
+# The chroot runs Slurm but has no libslurm-dev; downloading the one .deb
+# that matches its slurm-client and unpacking it (cached, by version) is
+# cheaper than installing it, and leaves the cached chroot as it is.
+spank_headers() {
+	local root=$1 ver dir deb tmp=/tmp/gpuhc-spank-dl
+	ver=$(chroot "$root" dpkg-query -W -f='${Version}' slurm-client) || return 1
 	dir=$CACHE/libslurm-dev_$ver
 	if [[ ! -f $dir/usr/include/slurm/spank.h ]]; then
-		rm -rf "${ROOT24:?}$tmp" "$dir.tmp"
-		mkdir -p "$ROOT24$tmp"
-		if ! chroot "$ROOT24" sh -c "cd $tmp && apt-get download -q libslurm-dev=$ver" >&2; then
-			chroot "$ROOT24" apt-get update -qq >&2 &&
-				chroot "$ROOT24" sh -c "cd $tmp && apt-get download -q libslurm-dev=$ver" >&2 || {
-				rm -rf "${ROOT24:?}$tmp"; return 1; }
+		rm -rf "${root:?}$tmp" "$dir.tmp"
+		mkdir -p "$root$tmp"
+		if ! chroot "$root" sh -c "cd $tmp && apt-get download -q libslurm-dev=$ver" >&2; then
+			chroot "$root" apt-get update -qq >&2 &&
+				chroot "$root" sh -c "cd $tmp && apt-get download -q libslurm-dev=$ver" >&2 || {
+				rm -rf "${root:?}$tmp"; return 1; }
 		fi
-		deb=$(ls "$ROOT24$tmp"/libslurm-dev_*.deb) || return 1
+		deb=$(ls "$root$tmp"/libslurm-dev_*.deb) || return 1
 		dpkg-deb -x "$deb" "$dir.tmp" && mv "$dir.tmp" "$dir"
-		rm -rf "${ROOT24:?}$tmp"
+		rm -rf "${root:?}$tmp"
 	fi
 	echo "$dir/usr/include"
 }
@@ -147,18 +148,22 @@ spank_run() {
 		d=$SPANK22
 		out=$(cd "$d" && SLURM_CONF=$S22_CONF timeout 60 "$@" 2>"$d/stderr") || rc=$?
 	else
-		d=$SPANK24
-		out=$(timeout 60 chroot "$ROOT24" "$@" 2>"$d/stderr") || rc=$?
+		bed "$bed"
+		d=$B_ROOT$SPANK_IN
+		out=$(timeout 60 chroot "$B_ROOT" "$@" 2>"$d/stderr") || rc=$?
 	fi
 	err=$(cat "$d/stderr")
 	{ echo "\$ $* (exit $rc, $((SECONDS - t0))s)"; echo "$out"; echo "$err"; } >>"$d/commands.log"
 	SPANK_RC=$rc SPANK_OUT=$out SPANK_ERR=${err//$'\n'/ | }
 }
 
-# spank_env_of BED JOBID: path (host view) of the Prolog's saved environment.
-spank_env_of() {
-	if [[ $1 == 22 ]]; then echo "$SPANK22/prolog.$2.env"; else echo "$SPANK24/prolog.$2.env"; fi
+# spank_dir BED: the scenario directory, host view.
+spank_dir() {
+	if [[ $1 == 22 ]]; then echo "$SPANK22"; else bed "$1"; echo "$B_ROOT$SPANK_IN"; fi
 }
+
+# spank_env_of BED JOBID: path (host view) of the Prolog's saved environment.
+spank_env_of() { echo "$(spank_dir "$1")/prolog.$2.env"; }
 
 # spank_wait_env BED JOBID: wait until that job's Prolog has run.
 spank_wait_env() {
@@ -184,8 +189,8 @@ spank_mode_is() {
 # spank_event_mode BED JOBID WANT: gpuhc-prolog's event log has the job's
 # prolog event with mode WANT.
 spank_event_mode() {
-	local d=$SPANK22 end=$((SECONDS + SPANK_WAIT))
-	[[ $1 == 22 ]] || d=$SPANK24
+	local d end=$((SECONDS + SPANK_WAIT))
+	d=$(spank_dir "$1")
 	until cat "$d"/events.*.jsonl 2>/dev/null | jq -e -s --arg j "$2" --arg m "$3" \
 		'[.[] | select(.kind == "prolog" and .job_id == $j and .mode == $m)] | length == 1' >/dev/null; do
 		((SECONDS < end)) || {
@@ -288,36 +293,45 @@ spank_scenario22() {
 	say "spank: 22.05 done in $((SECONDS - t0))s"
 }
 
-spank_scenario24() {
-	say "spank: Slurm 24.11 (chroot): --gpu-health through srun, sbatch, salloc to the Prolog"
-	RAN_SPANK24=1
-	local t0=$SECONDS inc series
+# spank_scenario_bed 24|26: the plugin built against that chroot's headers,
+# on that chroot bed.
+spank_scenario_bed() {
+	local v=$1 t0=$SECONDS inc series l
+	bed "$v"
+	l=$B_LABEL
+	say "spank: Slurm $l (chroot): --gpu-health through srun, sbatch, salloc to the Prolog"
+	declare -g "RAN_SPANK$v=1"
 	spank_cc
-	need_chroot
-	down24 quiet
-	if ! inc=$(spank_headers24); then
-		fail "24.11: could not get the chroot's libslurm-dev headers"
+	need_chroot "$v"
+	down_bed "$v" quiet
+	bed "$v"
+	if ! inc=$(spank_headers "$B_ROOT"); then
+		fail "$l: could not get the chroot's libslurm-dev headers"
 		return 0
 	fi
-	series=$(chroot "$ROOT24" /usr/sbin/slurmd -V | awk '{split($2, v, "."); print v[1] "." v[2]}')
-	spank_series_ok "24.11" "$inc" "$series"
-	if ! spank_build "$inc" "$E2E_DIR/gpuhc_spank24.so"; then
-		fail "24.11: make spank SLURM_INCLUDE=$inc failed"
+	series=$(chroot "$B_ROOT" /usr/sbin/slurmd -V | awk '{split($2, v, "."); print v[1] "." v[2]}')
+	spank_series_ok "$l" "$inc" "$series"
+	if ! spank_build "$inc" "$E2E_DIR/gpuhc_spank$v.so"; then
+		fail "$l: make spank SLURM_INCLUDE=$inc failed"
 		return 0
 	fi
-	if ! spank_files "$SPANK24" "$SPANK24_IN" "$E2E_DIR/gpuhc_spank24.so"; then
-		fail "24.11: could not lay out the plugin, plugstack.conf and Prolog"
+	if ! spank_files "$B_ROOT$SPANK_IN" "$SPANK_IN" "$E2E_DIR/gpuhc_spank$v.so"; then
+		fail "$l: could not lay out the plugin, plugstack.conf and Prolog"
 		return 0
 	fi
-	GPUHC_S24_EXTRA=$(spank_conf "$SPANK24_IN") up24
-	spank_checks 24 "24.11" "$SPANK24_IN"
-	down24 quiet
-	say "spank: 24.11 done in $((SECONDS - t0))s"
+	local -x "GPUHC_S${v}_EXTRA=$(spank_conf "$SPANK_IN")"
+	up_bed "$v"
+	spank_checks "$v" "$l" "$SPANK_IN"
+	down_bed "$v" quiet
+	say "spank: $l done in $((SECONDS - t0))s"
 }
+spank_scenario24() { spank_scenario_bed 24; }
+spank_scenario26() { spank_scenario_bed 26; }
 
 spank_scenarios() {
 	spank_scenario22
 	spank_scenario24
+	spank_scenario26
 }
 
 # spank_dump: what a failure needs (call from run.sh's dump_all).
@@ -325,7 +339,8 @@ spank_dump() {
 	local d f
 	[[ -n ${RAN_SPANK22:-} ]] && dump_logs22 2>&1
 	[[ -n ${RAN_SPANK24:-} ]] && dump_logs24 2>&1
-	for d in ${RAN_SPANK22:+"$SPANK22"} ${RAN_SPANK24:+"$SPANK24"}; do
+	[[ -n ${RAN_SPANK26:-} ]] && dump_logs26 2>&1
+	for d in ${RAN_SPANK22:+"$SPANK22"} ${RAN_SPANK24:+"$ROOT24$SPANK_IN"} ${RAN_SPANK26:+"$ROOT26$SPANK_IN"}; do
 		for f in "$d"/commands.log "$d"/prolog.*.env "$d"/prolog.log "$d"/events.*.jsonl; do
 			[[ -f $f ]] || continue
 			echo "===== $f (last 60 lines)"; tail -60 "$f"

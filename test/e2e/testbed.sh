@@ -8,13 +8,18 @@
 #   B  Slurm 24.11 in a debootstrapped Debian 13 (trixie) chroot, cached in
 #      /var/cache/gpuhc-testbed/trixie: slurmctld, four simulated nodes
 #      gpu[001-004] (one slurmd -N each), slurmrestd with rest_auth/jwt.
+#   C  Slurm 26.05 the same way in a Debian forky chroot (debootstrapped with
+#      sid's script), /var/cache/gpuhc-testbed/forky, on its own ports.
 #
-# Usage: testbed.sh up|up22|up24|down|down22|down24|status|env|token22|token24|logs
-#        testbed.sh prepare      # install host packages / create the chroot only
+# Usage: testbed.sh up|down|status|env|logs          # all three beds
+#        testbed.sh up22|up24|up26|down22|down24|down26|token22|token24|token26
+#        testbed.sh stop-restd24|restart-restd24|stop-restd26|restart-restd26
+#        testbed.sh prepare      # install host packages / create both chroots only
 #
-# Hooks (set before up22/up24): GPUHC_S22_EXTRA / GPUHC_S24_EXTRA hold extra
-# slurm.conf lines (e.g. HealthCheckProgram=...). `testbed.sh reconfig22 FILE`
-# / `reconfig24 FILE` replace the extra lines later and run scontrol reconfigure.
+# Hooks (set before up22/up24/up26): GPUHC_S22_EXTRA / GPUHC_S24_EXTRA /
+# GPUHC_S26_EXTRA hold extra slurm.conf lines (e.g. HealthCheckProgram=...).
+# `testbed.sh reconfig22 FILE` / `reconfig24 FILE` / `reconfig26 FILE` replace
+# the extra lines later and run scontrol reconfigure.
 #
 # Every daemon is started in the foreground (-D/-F) in the background of this
 # script; its PID is recorded under $GPUHC_E2E_DIR/pids and `down` kills exactly
@@ -24,8 +29,6 @@ set -euo pipefail
 
 E2E_DIR=${GPUHC_E2E_DIR:-/tmp/gpuhc-e2e}
 CACHE=${GPUHC_TESTBED_CACHE:-/var/cache/gpuhc-testbed}
-ROOT24=${GPUHC_TESTBED_ROOT:-$CACHE/trixie}
-SUITE24=${GPUHC_TESTBED_SUITE:-trixie}
 MIRROR=${GPUHC_TESTBED_MIRROR:-http://deb.debian.org/debian}
 PIDS=$E2E_DIR/pids
 HOST=$(hostname -s)
@@ -39,7 +42,11 @@ S22_REST_PORT=${GPUHC_S22_REST_PORT:-16820}
 S22_NODE=$HOST
 S22_TOKEN=$S22/token            # root-only 0600, raw JWT for user slurm
 
-# --- B: Slurm 24.11 in the chroot ---
+# --- B: Slurm 24.11 and C: Slurm 26.05, each in its own chroot ---
+# Both chroot beds run the same code (the *_bed functions below, given the
+# version 24 or 26); these variables are their interface to the scenarios.
+ROOT24=${GPUHC_TESTBED_ROOT:-$CACHE/trixie}
+SUITE24=${GPUHC_TESTBED_SUITE:-trixie}
 S24_IN=/srv/gpuhc-e2e           # path inside the chroot
 S24=$ROOT24$S24_IN              # same, seen from the host
 S24_CTLD_PORT=${GPUHC_S24_CTLD_PORT:-17817}
@@ -48,6 +55,19 @@ S24_REST_PORT=${GPUHC_S24_REST_PORT:-17830}
 S24_NODES=(gpu001 gpu002 gpu003 gpu004)
 S24_TOKEN_IN=/etc/gpuhc/slurmrestd.token          # inside the chroot, 0600 root
 S24_TOKEN=$ROOT24$S24_TOKEN_IN
+
+# Debian forky carries Slurm 26.05.5. bookworm's debootstrap has no forky
+# script; sid's bootstraps it (verified: bookworm debootstrap 1.0.128).
+ROOT26=${GPUHC_TESTBED_ROOT26:-$CACHE/forky}
+SUITE26=${GPUHC_TESTBED_SUITE26:-forky}
+S26_IN=/srv/gpuhc-e2e
+S26=$ROOT26$S26_IN
+S26_CTLD_PORT=${GPUHC_S26_CTLD_PORT:-18817}
+S26_SLURMD_PORT=${GPUHC_S26_SLURMD_PORT:-18821}   # gpu001..gpu004 = +0..+3
+S26_REST_PORT=${GPUHC_S26_REST_PORT:-18830}
+S26_NODES=(gpu001 gpu002 gpu003 gpu004)
+S26_TOKEN_IN=/etc/gpuhc/slurmrestd.token
+S26_TOKEN=$ROOT26$S26_TOKEN_IN
 
 REST_USER=gpuhcrest             # slurmrestd refuses root and SlurmUser
 
@@ -157,15 +177,17 @@ stop_prefix() {
 }
 
 # Leftovers of a run whose pid files were lost: processes chroot'ed into our
-# root (B), or host slurm daemons started with our config file (A).
+# root (B, C: kill_strays 24|26), or host slurm daemons started with our
+# config file (A: kill_strays 22).
 kill_strays() {
-	local which=$1 p root cmd envs
+	local which=$1 p root cmd envs want=
+	[[ $which == 22 ]] || { bed "$which"; want=$B_ROOT; }
 	for p in /proc/[0-9]*; do
 		p=${p#/proc/}
 		[[ $p == "$$" ]] && continue
-		if [[ $which == 24 ]]; then
+		if [[ -n $want ]]; then
 			root=$(readlink "/proc/$p/root" 2>/dev/null) || continue
-			[[ $root == "$ROOT24" ]] || continue
+			[[ $root == "$want" ]] || continue
 		else
 			cmd=$({ tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null) || continue
 			[[ $cmd == *slurm* ]] || continue
@@ -193,30 +215,62 @@ need_host_pkgs() {
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# bed 24|26: point the B_* variables at that chroot test bed (B or C). Every
+# *_bed function takes the version first and calls this; the beds differ
+# only in what is set here.
+bed() {
+	case $1 in
+	24) B_LETTER=B B_LABEL=24.11 B_SUITE=$SUITE24 B_SCRIPT= B_DLOG=$CACHE/debootstrap.log ;;
+	26) B_LETTER=C B_LABEL=26.05 B_SUITE=$SUITE26 B_SCRIPT=/usr/share/debootstrap/scripts/sid
+	    B_DLOG=$CACHE/debootstrap-forky.log ;;
+	*) die "no chroot test bed '$1' (want 24 or 26)" ;;
+	esac
+	local v=$1 n
+	B_V=$v
+	n=ROOT$v; B_ROOT=${!n}
+	n=S$v; B_DIR=${!n}
+	n=S${v}_IN; B_IN=${!n}
+	n=S${v}_CTLD_PORT; B_CTLD_PORT=${!n}
+	n=S${v}_SLURMD_PORT; B_SLURMD_PORT=${!n}
+	n=S${v}_REST_PORT; B_REST_PORT=${!n}
+	n=S${v}_TOKEN; B_TOKEN=${!n}
+	n=S${v}_TOKEN_IN; B_TOKEN_IN=${!n}
+	n=S${v}_NODES[@]; B_NODES=("${!n}")
+	n=GPUHC_S${v}_EXTRA; B_EXTRA=${!n:-}
+}
+
+# chroot_ok [V]: the chroot has the Slurm binaries (marker once checked).
 chroot_ok() {
-	[[ -f $ROOT24/.gpuhc-testbed-ok ]] && return 0
+	bed "${1:-24}"
+	[[ -f $B_ROOT/.gpuhc-testbed-ok ]] && return 0
 	local f
 	for f in usr/sbin/slurmctld usr/sbin/slurmd usr/sbin/slurmrestd usr/bin/scontrol \
 		usr/sbin/munged usr/bin/curl usr/lib/x86_64-linux-gnu/slurm-wlm/auth_jwt.so; do
-		[[ -e $ROOT24/$f ]] || return 1
+		[[ -e $B_ROOT/$f ]] || return 1
 	done
-	date -u +%FT%TZ >"$ROOT24/.gpuhc-testbed-ok"
+	date -u +%FT%TZ >"$B_ROOT/.gpuhc-testbed-ok"
 }
 
+# need_chroot [V]: create (debootstrap) the chroot of bed V (default 24) once;
+# it is cached and reused.
 need_chroot() {
-	chroot_ok && return 0
-	umount_chroot
-	if [[ -e $ROOT24 ]]; then
-		log "chroot $ROOT24 is incomplete; recreating"
+	local v=${1:-24}
+	chroot_ok "$v" && return 0
+	umount_chroot "$v"
+	bed "$v"
+	if [[ -e $B_ROOT ]]; then
+		log "chroot $B_ROOT is incomplete; recreating"
 		# never rm -rf across a live mount
-		if grep -q " $ROOT24/" /proc/mounts; then die "mounts left under $ROOT24; refusing to remove it"; fi
-		rm -rf --one-file-system "$ROOT24"
+		if grep -q " $B_ROOT/" /proc/mounts; then die "mounts left under $B_ROOT; refusing to remove it"; fi
+		rm -rf --one-file-system "$B_ROOT"
 	fi
-	mkdir -p "$(dirname "$ROOT24")"
-	log "debootstrap $SUITE24 into $ROOT24 (a few minutes)"
-	debootstrap --variant=minbase --include="$CHROOT_PKGS" "$SUITE24" "$ROOT24" "$MIRROR" \
-		>"$CACHE/debootstrap.log" 2>&1 || { tail -30 "$CACHE/debootstrap.log" >&2; die "debootstrap failed"; }
-	chroot_ok || die "chroot lacks slurm binaries after debootstrap"
+	mkdir -p "$(dirname "$B_ROOT")"
+	log "debootstrap $B_SUITE into $B_ROOT (a few minutes)"
+	# B_SCRIPT, where set, is the debootstrap script for a suite the
+	# host's debootstrap does not know (forky: sid's).
+	debootstrap --variant=minbase --include="$CHROOT_PKGS" "$B_SUITE" "$B_ROOT" "$MIRROR" ${B_SCRIPT:+"$B_SCRIPT"} \
+		>"$B_DLOG" 2>&1 || { tail -30 "$B_DLOG" >&2; die "debootstrap $B_SUITE failed"; }
+	chroot_ok "$v" || die "chroot $B_ROOT lacks slurm binaries after debootstrap"
 }
 
 ensure_user() { # ensure_user [chroot-root]: create $REST_USER
@@ -233,7 +287,7 @@ ensure_user() { # ensure_user [chroot-root]: create $REST_USER
 # ---------------------------------------------------------------- munge
 
 munge_ok_host() { munge -n 2>/dev/null | unmunge >/dev/null 2>&1; }
-munge_ok_24() { chroot "$ROOT24" sh -c 'munge -n | unmunge' >/dev/null 2>&1; }
+munge_ok_bed() { bed "$1"; chroot "$B_ROOT" sh -c 'munge -n | unmunge' >/dev/null 2>&1; }
 
 start_munge_host() {
 	if munge_ok_host; then log "host munge already works; reusing it"; return 0; fi
@@ -248,16 +302,19 @@ start_munge_host() {
 	wait_for 15 "host munged" munge_ok_host || { cat "$E2E_DIR/munged22.out" >&2; die "host munge does not work"; }
 }
 
-start_munge_24() {
-	if munge_ok_24; then log "chroot munge already works; reusing it"; return 0; fi
-	local r=$ROOT24
+# start_munge_bed V: munged inside that chroot (each chroot has its own key
+# and socket).
+start_munge_bed() {
+	local v=$1
+	if munge_ok_bed "$v"; then log "chroot munge ($B_ROOT) already works; reusing it"; return 0; fi
+	local r=$B_ROOT
 	[[ -s $r/etc/munge/munge.key ]] || chroot "$r" /usr/sbin/mungekey --create --force
 	mkdir -p "$r/run/munge" "$r/var/lib/munge" "$r/var/log/munge"
 	chroot "$r" chown -R munge: /etc/munge /run/munge /var/lib/munge /var/log/munge
 	chmod 0700 "$r/etc/munge"; chmod 0600 "$r/etc/munge/munge.key"; chmod 0755 "$r/run/munge"
 	rm -f "$r/run/munge/munged.pid" "$r/run/munge/munge.socket.2.lock" "$r/run/munge/munge.socket.2"
-	start munge24 "$E2E_DIR/munged24.out" chroot --userspec=munge:munge "$r" /usr/sbin/munged -F
-	wait_for 15 "chroot munged" munge_ok_24 || { cat "$E2E_DIR/munged24.out" >&2; die "chroot munge does not work"; }
+	start "munge$v" "$E2E_DIR/munged$v.out" chroot --userspec=munge:munge "$r" /usr/sbin/munged -F
+	wait_for 15 "chroot munged ($r)" munge_ok_bed "$v" || { cat "$E2E_DIR/munged$v.out" >&2; die "chroot munge ($r) does not work"; }
 }
 
 # ---------------------------------------------------------------- A: 22.05
@@ -346,131 +403,160 @@ reconfig22() {
 	s22 scontrol reconfigure
 }
 
-# ---------------------------------------------------------------- B: 24.11
+# ---------------------------------------------------------------- B, C: chroots
+# One implementation for both chroot beds; each function takes the version
+# (24 or 26) first. up24/up26, s24/s26, ... are the names the scenarios use.
 
 mount_chroot() {
+	bed "$1"
 	local m
-	mountpoint -q "$ROOT24/proc" || mount -t proc proc "$ROOT24/proc"
+	mountpoint -q "$B_ROOT/proc" || mount -t proc proc "$B_ROOT/proc"
 	for m in sys dev; do
-		mountpoint -q "$ROOT24/$m" || mount --bind "/$m" "$ROOT24/$m"
+		mountpoint -q "$B_ROOT/$m" || mount --bind "/$m" "$B_ROOT/$m"
 	done
 }
 
+# umount_chroot [V]: everything mounted under the chroot (default 24).
 umount_chroot() {
+	bed "${1:-24}"
 	local m
-	[[ -d $ROOT24 ]] || return 0
+	[[ -d $B_ROOT ]] || return 0
 	# deepest first; anything someone mounted below ours too
-	for m in $(awk -v r="$ROOT24/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r); do
+	for m in $(awk -v r="$B_ROOT/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r); do
 		umount "$m" 2>/dev/null || umount -l "$m" || log "could not unmount $m"
 	done
 }
 
 s24() { chroot "$ROOT24" "$@"; }
+s26() { chroot "$ROOT26" "$@"; }
+s_bed() { local v=$1; shift; bed "$v"; chroot "$B_ROOT" "$@"; }
 
-write_conf24() {
-	local r=$ROOT24
-	rm -rf --one-file-system "$S24"
-	rm -f "$E2E_DIR"/*24*.out
-	mkdir -p "$S24"/{state,spool,log} "$r/etc/slurm" "$r/etc/gpuhc"
-	chmod 0755 "$S24"
-	head -c 32 /dev/urandom >"$S24/jwt.key"
-	s24 chown -R slurm:slurm "$S24_IN"
-	chmod 0600 "$S24/jwt.key"
+write_conf_bed() {
+	bed "$1"
+	local r=$B_ROOT n=${#B_NODES[@]}
+	rm -rf --one-file-system "$B_DIR"
+	rm -f "$E2E_DIR"/*"$B_V"*.out
+	mkdir -p "$B_DIR"/{state,spool,log} "$r/etc/slurm" "$r/etc/gpuhc"
+	chmod 0755 "$B_DIR"
+	head -c 32 /dev/urandom >"$B_DIR/jwt.key"
+	chroot "$r" chown -R slurm:slurm "$B_IN"
+	chmod 0600 "$B_DIR/jwt.key"
 	cp /etc/hosts "$r/etc/hosts"
 	grep -qw "$HOST" "$r/etc/hosts" || echo "127.0.0.1 $HOST" >>"$r/etc/hosts"
-	printf '%s\n' "${GPUHC_S24_EXTRA:-}" >"$S24/extra.conf"
-	chmod 0644 "$S24/extra.conf"
-	local last=$((S24_SLURMD_PORT + ${#S24_NODES[@]} - 1))
-	cat >"$r/etc/slurm/slurm.conf" <<EOF
-# gpuhc e2e test bed B (Slurm 24.11), written by test/e2e/testbed.sh
-ClusterName=gpuhc24
+	printf '%s\n' "$B_EXTRA" >"$B_DIR/extra.conf"
+	chmod 0644 "$B_DIR/extra.conf"
+	cat >"$r/etc/slurm/slurm.conf" <<CONF
+# gpuhc e2e test bed $B_LETTER (Slurm $B_LABEL), written by test/e2e/testbed.sh
+ClusterName=gpuhc$B_V
 SlurmctldHost=$HOST(127.0.0.1)
 SlurmUser=slurm
-SlurmctldPort=$S24_CTLD_PORT
+SlurmctldPort=$B_CTLD_PORT
 AuthType=auth/munge
 AuthAltTypes=auth/jwt
-AuthAltParameters=jwt_key=$S24_IN/jwt.key
-StateSaveLocation=$S24_IN/state
-SlurmdSpoolDir=$S24_IN/spool/%n
-SlurmctldPidFile=$S24_IN/slurmctld.pid
-SlurmdPidFile=$S24_IN/slurmd.%n.pid
-SlurmctldLogFile=$S24_IN/log/slurmctld.log
-SlurmdLogFile=$S24_IN/log/slurmd.%n.log
+AuthAltParameters=jwt_key=$B_IN/jwt.key
+StateSaveLocation=$B_IN/state
+SlurmdSpoolDir=$B_IN/spool/%n
+SlurmctldPidFile=$B_IN/slurmctld.pid
+SlurmdPidFile=$B_IN/slurmd.%n.pid
+SlurmctldLogFile=$B_IN/log/slurmctld.log
+SlurmdLogFile=$B_IN/log/slurmd.%n.log
 $(common_conf)
-NodeName=gpu[001-00${#S24_NODES[@]}] NodeHostname=$HOST NodeAddr=127.0.0.1 Port=[$S24_SLURMD_PORT-$last] CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
+NodeName=gpu[001-00$n] NodeHostname=$HOST NodeAddr=127.0.0.1 Port=[$B_SLURMD_PORT-$((B_SLURMD_PORT + n - 1))] CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-Include $S24_IN/extra.conf
-EOF
+Include $B_IN/extra.conf
+CONF
 	printf 'CgroupPlugin=disabled\n' >"$r/etc/slurm/cgroup.conf"
 	chmod 0644 "$r/etc/slurm/slurm.conf" "$r/etc/slurm/cgroup.conf"
 }
 
-nodes24_idle() {
+# nodes_idle V: every node of the bed is idle.
+nodes_idle() {
+	bed "$1"
 	local n
-	n=$(s24 sinfo -h -N -o '%N %T' 2>/dev/null | awk '$2 == "idle"' | wc -l)
-	((n == ${#S24_NODES[@]}))
+	n=$(chroot "$B_ROOT" sinfo -h -N -o '%N %T' 2>/dev/null | awk '$2 == "idle"' | wc -l)
+	((n == ${#B_NODES[@]}))
 }
+nodes24_idle() { nodes_idle 24; }
+nodes26_idle() { nodes_idle 26; }
 
-dump_logs24() {
+dump_logs_bed() {
+	bed "$1"
 	local f
-	for f in "$S24"/log/*.log "$E2E_DIR"/munged24.out "$E2E_DIR"/slurmrestd24.out; do
+	for f in "$B_DIR"/log/*.log "$E2E_DIR/munged$B_V.out" "$E2E_DIR/slurmrestd$B_V.out"; do
 		[[ -f $f ]] || continue
 		echo "===== $f (last 40 lines)" >&2; tail -40 "$f" >&2
 	done
 }
+dump_logs24() { dump_logs_bed 24; }
+dump_logs26() { dump_logs_bed 26; }
 
-write_token24() {
-	local tmp=$S24_TOKEN.tmp
-	(umask 077; s24 scontrol token username=slurm lifespan=86400 | sed -n 's/^SLURM_JWT=//p' >"$tmp")
-	[[ -s $tmp ]] || die "scontrol token (24.11) gave nothing"
-	chown root:root "$tmp"; chmod 0600 "$tmp"; mv "$tmp" "$S24_TOKEN"
-	log "token for user slurm in $S24_TOKEN (chroot: $S24_TOKEN_IN)"
+write_token_bed() {
+	bed "$1"
+	local tmp=$B_TOKEN.tmp
+	(umask 077; chroot "$B_ROOT" scontrol token username=slurm lifespan=86400 | sed -n 's/^SLURM_JWT=//p' >"$tmp")
+	[[ -s $tmp ]] || die "scontrol token ($B_LABEL) gave nothing"
+	chown root:root "$tmp"; chmod 0600 "$tmp"; mv "$tmp" "$B_TOKEN"
+	log "token for user slurm in $B_TOKEN (chroot: $B_TOKEN_IN)"
 }
 
-start_restd24() {
-	start slurmrestd24 "$E2E_DIR/slurmrestd24.out" chroot --userspec="$REST_USER:$REST_USER" "$ROOT24" \
-		env SLURM_JWT=daemon /usr/sbin/slurmrestd -a rest_auth/jwt -s openapi/slurmctld "127.0.0.1:$S24_REST_PORT"
-	wait_for 20 "slurmrestd 24.11" http_up "http://127.0.0.1:$S24_REST_PORT/openapi/v3" ||
-		{ dump_logs24; die "slurmrestd 24.11 did not come up"; }
+start_restd_bed() {
+	bed "$1"
+	start "slurmrestd$B_V" "$E2E_DIR/slurmrestd$B_V.out" chroot --userspec="$REST_USER:$REST_USER" "$B_ROOT" \
+		env SLURM_JWT=daemon /usr/sbin/slurmrestd -a rest_auth/jwt -s openapi/slurmctld "127.0.0.1:$B_REST_PORT"
+	wait_for 20 "slurmrestd $B_LABEL" http_up "http://127.0.0.1:$B_REST_PORT/openapi/v3" ||
+		{ dump_logs_bed "$1"; die "slurmrestd $B_LABEL did not come up"; }
 }
 
-up24() {
-	local t0=$SECONDS n i
+up_bed() {
+	local v=$1 t0=$SECONDS n
 	need_host_pkgs
-	need_chroot
-	down24 quiet
-	mount_chroot
-	start_munge_24
-	ensure_user "$ROOT24"
-	write_conf24
-	start slurmctld24 "$E2E_DIR/slurmctld24.out" chroot "$ROOT24" /usr/sbin/slurmctld -D -i
-	wait_for 30 "slurmctld 24.11 ping" s24 scontrol ping || { dump_logs24; die "slurmctld 24.11 did not come up"; }
-	for i in "${!S24_NODES[@]}"; do
-		n=${S24_NODES[$i]}
-		start "slurmd24-$n" "$E2E_DIR/slurmd24-$n.out" chroot "$ROOT24" /usr/sbin/slurmd -D -N "$n"
+	need_chroot "$v"
+	down_bed "$v" quiet
+	mount_chroot "$v"
+	start_munge_bed "$v"
+	bed "$v"
+	ensure_user "$B_ROOT"
+	write_conf_bed "$v"
+	start "slurmctld$v" "$E2E_DIR/slurmctld$v.out" chroot "$B_ROOT" /usr/sbin/slurmctld -D -i
+	wait_for 30 "slurmctld $B_LABEL ping" s_bed "$v" scontrol ping || { dump_logs_bed "$v"; die "slurmctld $B_LABEL did not come up"; }
+	for n in "${B_NODES[@]}"; do
+		start "slurmd$v-$n" "$E2E_DIR/slurmd$v-$n.out" chroot "$B_ROOT" /usr/sbin/slurmd -D -N "$n"
 	done
-	wait_for 60 "nodes gpu[001-004] idle" nodes24_idle || { s24 sinfo -N >&2 || true; dump_logs24; die "24.11 nodes did not become idle"; }
-	write_token24
-	start_restd24
-	log "B (Slurm $(s24 scontrol --version | awk '{print $2}')) up in $((SECONDS - t0))s: nodes ${S24_NODES[*]} idle, REST http://127.0.0.1:$S24_REST_PORT, chroot $ROOT24"
+	wait_for 60 "nodes ${B_NODES[*]} idle" nodes_idle "$v" ||
+		{ s_bed "$v" sinfo -N >&2 || true; dump_logs_bed "$v"; die "$B_LABEL nodes did not become idle"; }
+	write_token_bed "$v"
+	start_restd_bed "$v"
+	log "$B_LETTER (Slurm $(s_bed "$v" scontrol --version | awk '{print $2}')) up in $((SECONDS - t0))s: nodes ${B_NODES[*]} idle, REST http://127.0.0.1:$B_REST_PORT, chroot $B_ROOT"
 }
 
-down24() {
+down_bed() {
+	local v=$1
 	if [[ -d $PIDS ]]; then
-		stop slurmrestd24
-		stop_prefix slurmd24-
-		stop slurmctld24
-		stop munge24
+		stop "slurmrestd$v"
+		stop_prefix "slurmd$v-"
+		stop "slurmctld$v"
+		stop "munge$v"
 	fi
-	[[ -d $ROOT24 ]] && kill_strays 24
-	umount_chroot
-	[[ ${1:-} == quiet ]] || log "B down"
+	bed "$v"
+	[[ -d $B_ROOT ]] && kill_strays "$v"
+	umount_chroot "$v"
+	[[ ${2:-} == quiet ]] || log "$B_LETTER down"
 }
 
-reconfig24() {
-	cp "$1" "$S24/extra.conf"; chmod 0644 "$S24/extra.conf"
-	s24 scontrol reconfigure
+reconfig_bed() {
+	bed "$1"
+	cp "$2" "$B_DIR/extra.conf"; chmod 0644 "$B_DIR/extra.conf"
+	chroot "$B_ROOT" scontrol reconfigure
 }
+
+up24() { up_bed 24; }
+up26() { up_bed 26; }
+down24() { down_bed 24 "$@"; }
+down26() { down_bed 26 "$@"; }
+reconfig24() { reconfig_bed 24 "$1"; }
+reconfig26() { reconfig_bed 26 "$1"; }
+token24() { write_token_bed 24; }
+token26() { write_token_bed 26; }
 
 # ---------------------------------------------------------------- status/env
 
@@ -484,7 +570,12 @@ status() {
 	done
 	shopt -u nullglob
 	[[ -f $S22_CONF ]] && { echo "--- A (22.05)"; s22 sinfo -N 2>&1 || true; }
-	[[ -f $ROOT24/etc/slurm/slurm.conf ]] && mountpoint -q "$ROOT24/proc" && { echo "--- B (24.11)"; s24 sinfo -N 2>&1 || true; }
+	local v
+	for v in 24 26; do
+		bed "$v"
+		[[ -f $B_ROOT/etc/slurm/slurm.conf ]] && mountpoint -q "$B_ROOT/proc" &&
+			{ echo "--- $B_LETTER ($B_LABEL)"; s_bed "$v" sinfo -N 2>&1 || true; }
+	done
 	return 0
 }
 
@@ -497,14 +588,20 @@ export GPUHC_S22_CONF=$S22_CONF
 export GPUHC_S22_NODE=$S22_NODE
 export GPUHC_S22_URL=http://127.0.0.1:$S22_REST_PORT
 export GPUHC_S22_TOKEN_FILE=$S22_TOKEN
-export GPUHC_S24_ROOT=$ROOT24
-export GPUHC_S24_DIR=$S24
-export GPUHC_S24_DIR_IN=$S24_IN
-export GPUHC_S24_URL=http://127.0.0.1:$S24_REST_PORT
-export GPUHC_S24_TOKEN_FILE=$S24_TOKEN
-export GPUHC_S24_TOKEN_FILE_IN=$S24_TOKEN_IN
-export GPUHC_S24_NODES="${S24_NODES[*]}"
 EOF
+	local v
+	for v in 24 26; do
+		bed "$v"
+		cat <<EOF
+export GPUHC_S${v}_ROOT=$B_ROOT
+export GPUHC_S${v}_DIR=$B_DIR
+export GPUHC_S${v}_DIR_IN=$B_IN
+export GPUHC_S${v}_URL=http://127.0.0.1:$B_REST_PORT
+export GPUHC_S${v}_TOKEN_FILE=$B_TOKEN
+export GPUHC_S${v}_TOKEN_FILE_IN=$B_TOKEN_IN
+export GPUHC_S${v}_NODES="${B_NODES[*]}"
+EOF
+	done
 }
 
 # ---------------------------------------------------------------- main
@@ -515,25 +612,25 @@ main() {
 	shift || true
 	mkdir -p "$E2E_DIR"
 	case $cmd in
-	prepare) need_host_pkgs; need_chroot ;;
-	up) up22; up24 ;;
+	prepare) need_host_pkgs; need_chroot 24; need_chroot 26 ;;
+	up) up22; up24; up26 ;;
 	up22) up22 ;;
-	up24) up24 ;;
-	down) down24; down22 ;;
+	up24 | up26) "$cmd" ;;
+	down) down26; down24; down22 ;;
 	down22) down22 ;;
-	down24) down24 ;;
-	restart-restd24) stop slurmrestd24; start_restd24 ;;
-	stop-restd24) stop slurmrestd24 ;;
+	down24 | down26) "$cmd" ;;
+	restart-restd24 | restart-restd26) stop "slurmrestd${cmd: -2}"; start_restd_bed "${cmd: -2}" ;;
+	stop-restd24 | stop-restd26) stop "slurmrestd${cmd: -2}" ;;
 	status) status ;;
 	env) env_out ;;
 	token22) cat "$S22_TOKEN" ;;
-	token24) write_token24 ;;
+	token24 | token26) "$cmd" ;;
 	reconfig22) reconfig22 "$1" ;;
-	reconfig24) reconfig24 "$1" ;;
-	logs) dump_logs22; dump_logs24 ;;
+	reconfig24 | reconfig26) "$cmd" "$1" ;;
+	logs) dump_logs22; dump_logs24; dump_logs26 ;;
 	stop) stop "$1" ;;
 	*)
-		sed -n '2,22p' "$0" >&2
+		sed -n '2,27p' "$0" >&2
 		exit 2
 		;;
 	esac
@@ -541,6 +638,26 @@ main() {
 
 # ------------------------------------------------------------------ scenario helpers
 # Shared by run.sh and by spank.sh and jobs.sh run on their own.
+
+# use_bed 24|26: point the scenario variables at one chroot test bed, so a
+# scenario written once runs on 24.11 and on 26.05:
+#   BV 24|26, BL "24.11"|"26.05" (in every PASS/FAIL line), BROOT,
+#   BREST_PORT, BTOKEN (host path), BTOKEN_IN (chroot path), BNODES,
+#   BREST the REST version gpuhc picks there (the highest with a node POST:
+#   v0.0.42 on 24.11, v0.0.45 on 26.05, verified).
+# sb CMD... runs CMD in that chroot, showb NODE is its `scontrol show node
+# -o`, upb EXTRA brings it up with EXTRA as its extra slurm.conf lines, downb
+# takes it down.
+use_bed() {
+	bed "$1"
+	BV=$B_V BL=$B_LABEL BROOT=$B_ROOT BREST_PORT=$B_REST_PORT BTOKEN=$B_TOKEN BTOKEN_IN=$B_TOKEN_IN
+	BNODES=("${B_NODES[@]}")
+	case $BV in 24) BREST=v0.0.42 ;; 26) BREST=v0.0.45 ;; esac
+}
+sb() { chroot "$BROOT" "$@"; }
+showb() { sb scontrol show node -o "$1" 2>&1; }
+upb() { local -x "GPUHC_S${BV}_EXTRA=$1"; up_bed "$BV"; }
+downb() { down_bed "$BV" quiet; }
 
 # e2e_asserts NAME: the PASS/FAIL counters and the helpers scenarios use.
 # expect DESCRIPTION CMD...: PASS if CMD succeeds; WHY, if set, says why not.
@@ -564,13 +681,13 @@ e2e_lock() {
 	flock -n 9 || { echo "$1: another e2e run or recording is in progress ($E2E_DIR/.lock)" >&2; exit 2; }
 }
 
-# e2e_standalone NAME [22|24]: spank.sh or jobs.sh as its own driver: runs
-# NAME_scenario22, NAME_scenario24 or both (NAME_scenarios), dumps the logs
+# e2e_standalone NAME [22|24|26]: spank.sh or jobs.sh as its own driver: runs
+# NAME_scenario22, NAME_scenario24, NAME_scenario26 or all (NAME_scenarios), dumps the logs
 # with NAME_dump on a failure, stops every daemon, exits 0 only if all
 # passed.
 e2e_standalone() {
 	local name=$1 arg=${2:-}
-	case $arg in '' | 22 | 24) ;; *) echo "usage: $name.sh [22|24]" >&2; exit 2 ;; esac
+	case $arg in '' | 22 | 24 | 26) ;; *) echo "usage: $name.sh [22|24|26]" >&2; exit 2 ;; esac
 	[[ $(id -u) == 0 ]] || { echo "$name.sh: must run as root" >&2; exit 2; }
 	e2e_asserts "$name"
 	e2e_lock "$name.sh"
@@ -579,6 +696,7 @@ e2e_standalone() {
 	case $arg in
 	22) "${name}_scenario22" ;;
 	24) "${name}_scenario24" ;;
+	26) "${name}_scenario26" ;;
 	*) "${name}_scenarios" ;;
 	esac
 }
@@ -589,6 +707,7 @@ e2e_standalone_end() {
 	set +e
 	((rc == 0)) || fail "$name.sh aborted (exit status $rc)"
 	((NFAIL == 0)) || "${name}_dump"
+	down26 quiet
 	down24 quiet
 	down22 quiet
 	say "done in $((SECONDS - T0))s"
