@@ -77,7 +77,10 @@ func FitError(limit, deadline time.Duration) string {
 // built-in 45s) that does not fit in limit; --check-config uses it.
 func CheckFit(c Config, limit time.Duration) error {
 	d := c.Deadline.Duration
-	if d+DrainRoom+Margin > limit && d != Default().Deadline.Duration {
+	if b, clamped := Fit(limit, d); clamped != "" && d != Default().Deadline.Duration {
+		if limit-DrainRoom-Margin < time.Second {
+			return fmt.Errorf("deadline: %s > %s, half of HealthCheckTimeout %s (too short for %s for the drain + %s margin)", d, b.Deadline, limit, DrainRoom, Margin)
+		}
 		return fmt.Errorf("deadline: %s", FitError(limit, d))
 	}
 	return nil

@@ -60,6 +60,14 @@ func TestCheckFit(t *testing.T) {
 	if err := CheckFit(c, 10*time.Second); err != nil {
 		t.Errorf("5s fits in 10s: %v", err)
 	}
+	c.Deadline.Duration = 2 * time.Second
+	if err := CheckFit(c, 4*time.Second); err != nil {
+		t.Errorf("2s fits in 4s (half): %v", err)
+	}
+	c.Deadline.Duration = 3 * time.Second
+	if err := CheckFit(c, 4*time.Second); err == nil || !strings.Contains(err.Error(), "3s > 2s, half of HealthCheckTimeout 4s") {
+		t.Errorf("3s in 4s: %v", err)
+	}
 }
 
 func TestHealthCheckTimeoutKey(t *testing.T) {
