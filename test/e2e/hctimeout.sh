@@ -6,8 +6,8 @@
 # its Include of extra.conf) and fits its run inside it.
 #
 # gpu001 runs a simulated DGX H100 with XID 79 on gpu3 (a FAIL found at
-# once) and a hung check: /proc/modules in the chroot is a FIFO nobody
-# writes (bind-mounted over it), so host.modules blocks in open(2) as a
+# once) and a hung check: /proc/modules in the chroot (which has no proc
+# mounted) is a FIFO nobody writes, so host.modules blocks in open(2) as a
 # check on a hung filesystem does. HealthCheckTimeout=10,
 # HealthCheckInterval=15.
 #   1. --check-config refuses the scenarios' usual deadline (20s), with the
@@ -76,9 +76,11 @@ date +%s.%N >>$HCT_IN/starts.gpu001" \
 	expect "$BL (hct): --check-config refuses deadline 20s with the arithmetic" \
 		grep -q 'deadline 20s + 2s for the drain + 3s margin > HealthCheckTimeout 10s' <<<"$WHY"
 
-	# The hung check: a FIFO over /proc/modules in the chroot.
-	mkfifo "$HCT/modules.fifo"
-	mount --bind "$HCT/modules.fifo" "$BROOT/proc/modules"
+	# The hung check: /proc/modules in the chroot (no proc is mounted there)
+	# is a FIFO nobody writes.
+	[[ ! -e $BROOT/proc/modules ]] || { fail "$BL (hct): $BROOT/proc/modules exists (proc mounted?)"; downb; return; }
+	mkdir -p "$BROOT/proc"
+	mkfifo "$BROOT/proc/modules"
 	touch "$HCT/armed"
 	say "$BL (hct): armed"
 	expect "$BL (hct): gpu001 (XID 79 plus a hung check) drained within $((HCT_INTERVAL * 2 + 10))s" \
@@ -105,7 +107,7 @@ date +%s.%N >>$HCT_IN/starts.gpu001" \
 	expect "$BL (hct): the early drain is still in place after the kill" node_is showb gpu001 drained "gpuhc: gpu.xid: " slurm
 
 	rm -f "$HCT/armed"
-	umount "$BROOT/proc/modules" 2>/dev/null || umount -l "$BROOT/proc/modules" || true
+	rm -f "$BROOT/proc/modules"
 	sb scontrol update NodeName=gpu001 State=RESUME >/dev/null 2>&1 || true
 	downb
 }
