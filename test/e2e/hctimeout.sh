@@ -6,28 +6,27 @@
 # its Include of extra.conf) and fits its run inside it.
 #
 # gpu001 runs a simulated DGX H100 with XID 79 on gpu3 (a FAIL found at
-# once) and a hung check: /proc/modules in the chroot (which has no proc
-# mounted) is a FIFO nobody writes, so host.modules blocks in open(2) as a
+# once) and a hung check: the chroot's /proc/meminfo is a FIFO nobody
+# writes (bind-mounted over it), so host.memory blocks in open(2) as a
 # check on a hung filesystem does. HealthCheckTimeout=10,
 # HealthCheckInterval=15.
 #   1. --check-config refuses the scenarios' usual deadline (20s), with the
 #      arithmetic.
 #   2. With the built-in deadline (clamped to 5s), gpu001 drains within
-#      the limit: the early drain goes out while host.modules still hangs,
+#      the limit: the early drain goes out while host.memory still hangs,
 #      the run ends before slurmd's kill, the event log has the drain.
 #   3. Told a wrong limit (health_check_timeout = "60s", deadline 20s), the
 #      run outlives HealthCheckTimeout: slurmd's SIGTERM leaves a "killed"
-#      event naming host.modules, and the early drain is in place anyway.
+#      event naming host.memory, and the early drain is in place anyway.
 HCT_IN=/srv/gpuhc-hct               # scenario files (inside the chroot)
 HCT_LIMIT=10                        # HealthCheckTimeout
 HCT_INTERVAL=15                     # HealthCheckInterval, above it
 
-# hct_conf [LINES]: the scenario config: conf_head less its deadline, the
-# modules check on (it hangs), LINES added under [slurm].
+# hct_conf [LINES]: the scenario config: conf_head less its deadline,
+# LINES added under [slurm].
 hct_conf() {
 	conf_head "$HCT_IN" "HealthCheckTimeout scenario (Slurm $BL chroot)" |
 		sed "/^deadline = /d; s/^check_timeout = .*/check_timeout = \"4s\"/; /^\[slurm\]/a ${1:-# limit from slurm.conf}" >"$HCT/gpuhc.toml.tmp"
-	printf '\n[checks.modules]\nrequired = ["nvidia"]\n' >>"$HCT/gpuhc.toml.tmp"
 	mv "$HCT/gpuhc.toml.tmp" "$HCT/gpuhc.toml"
 }
 
@@ -76,22 +75,21 @@ date +%s.%N >>$HCT_IN/starts.gpu001" \
 	expect "$BL (hct): --check-config refuses deadline 20s with the arithmetic" \
 		grep -q 'deadline 20s + 2s for the drain + 3s margin > HealthCheckTimeout 10s' <<<"$WHY"
 
-	# The hung check: /proc/modules in the chroot (no proc is mounted there)
-	# is a FIFO nobody writes.
-	[[ ! -e $BROOT/proc/modules ]] || { fail "$BL (hct): $BROOT/proc/modules exists (proc mounted?)"; downb; return; }
-	mkdir -p "$BROOT/proc"
-	mkfifo "$BROOT/proc/modules"
+	# The hung check: the chroot's /proc/meminfo becomes a FIFO nobody
+	# writes (bind-mounted over it; the host's is untouched).
+	mkfifo "$HCT/meminfo.fifo"
+	mount --bind "$HCT/meminfo.fifo" "$BROOT/proc/meminfo"
 	touch "$HCT/armed"
 	say "$BL (hct): armed"
 	expect "$BL (hct): gpu001 (XID 79 plus a hung check) drained within $((HCT_INTERVAL * 2 + 10))s" \
 		wait_node $((HCT_INTERVAL * 2 + 10)) showb gpu001 drained "gpuhc: gpu.xid: " slurm
 	wait_runs "$HCT" gpu001 1 || true
-	expect "$BL (hct): the drain went out early, while host.modules still ran" \
+	expect "$BL (hct): the drain went out early, while host.memory still ran" \
 		grep -q '^early: policy: drained' "$HCT/runs.gpu001.log"
 	expect "$BL (hct): the event log has the drain (gpu.xid), within HealthCheckTimeout of the run's start" \
 		eval 'hct_event '"'"'.kind == "drain" and .check == "gpu.xid"'"'"' && hct_drain_in_limit'
-	WHY=$(grep -m1 'host.modules' "$HCT/runs.gpu001.log")
-	expect "$BL (hct): the hung check is reported as timed out" grep -q 'timed out after' <<<"$WHY"
+	WHY=$(grep -m1 -E '^host\.memory +host +ERROR' "$HCT/runs.gpu001.log")
+	expect "$BL (hct): the hung check is reported as timed out (ERROR)" grep -q 'timed out after' <<<"$WHY"
 	WHY=$(grep -i 'health_check' "$B_DIR/log/slurmd.gpu001.log" | tail -2)
 	expect "$BL (hct): slurmd never killed a fitted run" eval '! grep -q "health_check killed" "$B_DIR/log/slurmd.gpu001.log"'
 	expect "$BL (hct): the run exited 1 (FAIL) in its own time, as slurmd logs" \
@@ -99,15 +97,15 @@ date +%s.%N >>$HCT_IN/starts.gpu001" \
 
 	# 3. A limit gpuhc misreads: the SIGTERM backstop.
 	hct_conf 'health_check_timeout = "60s"'
-	sed -i 's/^state_dir = /deadline = "20s"\n&/' "$HCT/gpuhc.toml"
-	expect "$BL (hct): gpu001's SIGTERM at HealthCheckTimeout leaves a killed event naming host.modules" \
-		eval 'for _ in $(seq $((HCT_INTERVAL * 3))); do hct_event '"'"'.kind == "killed" and (.message | test("still running: .*host.modules"))'"'"' && break; sleep 1; done; hct_event '"'"'.kind == "killed" and (.message | test("still running: .*host.modules"))'"'"''
+	sed -i 's/^state_dir = /deadline = "20s"\n&/; s/^check_timeout = .*/check_timeout = "20s"/' "$HCT/gpuhc.toml"
+	expect "$BL (hct): gpu001's SIGTERM at HealthCheckTimeout leaves a killed event naming host.memory" \
+		eval 'for _ in $(seq $((HCT_INTERVAL * 3))); do hct_event '"'"'.kind == "killed" and (.message | test("still running: .*host.memory"))'"'"' && break; sleep 1; done; hct_event '"'"'.kind == "killed" and (.message | test("still running: .*host.memory"))'"'"''
 	WHY=$(grep -i 'health_check' "$B_DIR/log/slurmd.gpu001.log" | tail -2)
 	expect "$BL (hct): slurmd logs the run killed by a signal" grep -q 'health_check killed by signal' "$B_DIR/log/slurmd.gpu001.log"
 	expect "$BL (hct): the early drain is still in place after the kill" node_is showb gpu001 drained "gpuhc: gpu.xid: " slurm
 
 	rm -f "$HCT/armed"
-	rm -f "$BROOT/proc/modules"
+	umount "$BROOT/proc/meminfo" 2>/dev/null || umount -l "$BROOT/proc/meminfo" || true
 	sb scontrol update NodeName=gpu001 State=RESUME >/dev/null 2>&1 || true
 	downb
 }
