@@ -101,7 +101,9 @@ date +%s.%N >>$HCT_IN/starts.gpu001" \
 	expect "$BL (hct): gpu001's SIGTERM at HealthCheckTimeout leaves a killed event naming host.memory" \
 		eval 'for _ in $(seq $((HCT_INTERVAL * 3))); do hct_event '"'"'.kind == "killed" and (.message | test("still running: .*host.memory"))'"'"' && break; sleep 1; done; hct_event '"'"'.kind == "killed" and (.message | test("still running: .*host.memory"))'"'"''
 	WHY=$(grep -i 'health_check' "$B_DIR/log/slurmd.gpu001.log" | tail -2)
-	expect "$BL (hct): slurmd logs the run killed by a signal" grep -q 'health_check killed by signal' "$B_DIR/log/slurmd.gpu001.log"
+	# 26.05.5 logs "health_check: timeout after 10000 ms: killing pgid N".
+	expect "$BL (hct): slurmd logs the kill at HealthCheckTimeout" \
+		grep -q "health_check: timeout after ${HCT_LIMIT}000 ms: killing pgid" "$B_DIR/log/slurmd.gpu001.log"
 	expect "$BL (hct): the early drain is still in place after the kill" node_is showb gpu001 drained "gpuhc: gpu.xid: " slurm
 
 	rm -f "$HCT/armed"
