@@ -26,16 +26,28 @@ type Timed struct {
 // call must not keep the process past slurmd's 60 s kill. Results come back
 // in the order of tasks.
 func Run(ctx context.Context, tasks []Task) []Timed {
+	return Stream(ctx, tasks, nil)
+}
+
+// Stream is Run that also hands each task's results to done as soon as
+// that task finishes, so a FAIL found in a millisecond can be acted on
+// while a slow check still runs. done is called from one goroutine, one
+// task at a time, with the task's index; nil means no callback. Stream
+// returns when every task has returned or timed out, as Run does.
+func Stream(ctx context.Context, tasks []Task, done func(i int, t Timed)) []Timed {
 	out := make([]Timed, len(tasks))
-	done := make(chan int, len(tasks))
+	finished := make(chan int, len(tasks))
 	for i, t := range tasks {
 		go func() {
 			out[i] = runOne(ctx, t)
-			done <- i
+			finished <- i
 		}()
 	}
 	for range tasks {
-		<-done
+		i := <-finished
+		if done != nil {
+			done(i, out[i])
+		}
 	}
 	return out
 }
@@ -117,3 +129,6 @@ func FinishEarly(ctx context.Context) (context.Context, context.CancelFunc) {
 	margin := min(max(time.Until(dl)/10, 20*time.Millisecond), time.Second)
 	return context.WithDeadline(ctx, dl.Add(-margin))
 }
+
+// NameOf is c's name, or its type if Name panics.
+func NameOf(c Check) string { return safeName(c) }

@@ -119,3 +119,35 @@ func TestOrdinal(t *testing.T) {
 		}
 	}
 }
+
+// A FAIL found at once reaches the callback while a hung check still runs.
+func TestStreamHandsResultsOverAsTheyFinish(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	tasks := []Task{
+		{Check: hang("hung", release), Timeout: 300 * time.Millisecond},
+		{Check: fixed("fast", Result{Component: "gpu3", Status: Fail, Message: "xid 79"}), Timeout: time.Second},
+	}
+	start := time.Now()
+	type seen struct {
+		i     int
+		name  string
+		after time.Duration
+	}
+	var order []seen
+	got := Stream(context.Background(), tasks, func(i int, tm Timed) {
+		order = append(order, seen{i, tm.Name, time.Since(start)})
+	})
+	if len(order) != 2 || order[0].name != "fast" || order[0].i != 1 || order[1].name != "hung" {
+		t.Fatalf("callback order = %+v, want fast (1) then hung (0)", order)
+	}
+	if order[0].after > 100*time.Millisecond {
+		t.Errorf("fast FAIL handed over after %s, want at once", order[0].after)
+	}
+	if order[1].after < 250*time.Millisecond {
+		t.Errorf("hung check handed over after %s, before its timeout", order[1].after)
+	}
+	if got[0].Name != "hung" || got[1].Name != "fast" || got[1].Results[0].Check != "fast" {
+		t.Errorf("results not in task order with names: %+v", got)
+	}
+}

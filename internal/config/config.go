@@ -91,6 +91,10 @@ type Slurm struct {
 	User      string   `toml:"user"` // X-SLURM-USER-NAME
 	Timeout   Duration `toml:"timeout"`
 	Retries   int      `toml:"retries"`
+	// HealthCheckTimeout is the limit slurmd kills the health check at
+	// (Slurm 26.05's HealthCheckTimeout). 0s: read it from slurm.conf, or
+	// 60s (see docs/slurm-timeouts.md).
+	HealthCheckTimeout Duration `toml:"health_check_timeout"`
 }
 
 // Checks holds one section per check.

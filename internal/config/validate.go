@@ -159,6 +159,9 @@ func (ps *problems) slurm(s Slurm, deadline time.Duration) {
 		ps.add("slurm.url", "%s", msg)
 	}
 	ps.timeout("slurm.timeout", s.Timeout.Duration, deadline, false)
+	if d := s.HealthCheckTimeout.Duration; d < 0 || d > MaxHealthCheckTimeout || d%time.Second != 0 {
+		ps.add("slurm.health_check_timeout", "want whole seconds from 1s to %s (0s: read slurm.conf), got %s", MaxHealthCheckTimeout, d)
+	}
 	if s.Retries < 0 {
 		ps.add("slurm.retries", "must not be negative, got %d", s.Retries)
 	}

@@ -49,6 +49,9 @@ const (
 	// a record of performance over time, not a change of state: the
 	// statistics count no episode from it.
 	KindMeasurement = "measurement"
+	// KindKilled is a health check run ended by a signal (slurmd's SIGTERM
+	// at HealthCheckTimeout), naming the checks still running.
+	KindKilled = "killed"
 )
 
 // Event is one line of the log. Field names are the log's schema: readers

@@ -28,6 +28,12 @@ const (
 // by the watchdog if a run overstays.
 type Program struct {
 	runenv.Process
+	// SlurmConf lists where slurm.conf is looked for under the config's
+	// root; nil means slurmconf.Paths.
+	SlurmConf []string
+	// Term delivers the SIGTERM slurmd sends at HealthCheckTimeout; nil
+	// means the process's own signals.
+	Term <-chan os.Signal
 }
 
 // options are the common flags and the health check's own.
@@ -107,8 +113,7 @@ func (p Program) Main() (code int) {
 		return ExitUsage
 	}
 	if o.CheckConfig {
-		fmt.Fprintf(p.Stdout, "configuration OK: %s (node %s)\n", describe(o.ConfigPath, o.Explicit), node)
-		return ExitHealthy
+		return p.checkConfig(cfg, o, node)
 	}
 	if o.inventory {
 		return p.printInventory(node, cfg, o)
@@ -126,19 +131,30 @@ func describe(path string, explicit bool) string {
 	return path
 }
 
-// watchdog ends the process shortly before slurmd's 60 s kill would, so a
-// run that overstays (a hung Slurm call past every timeout) exits with a
-// message rather than vanishing.
-func (p Program) watchdog(cfg config.Config) *time.Timer {
-	limit := hardLimit(cfg)
-	return time.AfterFunc(limit, func() {
-		fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: still running after %s; exiting before slurmd's 60 s kill\n", limit)
-		p.Exit(ExitInternal)
-	})
+// checkConfig reports the configuration and the time budget, and refuses
+// a deadline the file sets that cannot fit in HealthCheckTimeout.
+func (p Program) checkConfig(cfg config.Config, o options, node string) int {
+	l := p.limit(cfg)
+	if err := config.CheckFit(cfg, l.d); err != nil {
+		fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: configuration error: %v (%s)\n", err, l)
+		return ExitUsage
+	}
+	fmt.Fprintf(p.Stdout, "configuration OK: %s (node %s)\n", describe(o.ConfigPath, o.Explicit), node)
+	b, _ := config.Fit(l.d, cfg.Deadline.Duration)
+	fmt.Fprintf(p.Stdout, "time budget: %s: deadline %s, Slurm calls until %s, watchdog %s\n", l, b.Deadline, b.CallsEnd, b.Watchdog)
+	if l.note != "" {
+		fmt.Fprintf(p.Stdout, "note: %s\n", l.note)
+	}
+	return ExitHealthy
 }
 
-// hardLimit is how long a run may take in all: the check deadline plus
-// time for Slurm calls, and never as long as slurmd's 60 s.
-func hardLimit(cfg config.Config) time.Duration {
-	return min(cfg.Deadline.Duration+15*time.Second, 58*time.Second)
+// watchdog ends the process shortly before slurmd's kill would
+// (HealthCheckTimeout: SIGTERM, then SIGKILL 10 ms later), so a run that
+// overstays (a hung Slurm call past every timeout) exits with a message
+// rather than vanishing, in gpuhc's own time.
+func (p Program) watchdog(b config.Budget) *time.Timer {
+	return time.AfterFunc(b.Watchdog, func() {
+		fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: still running after %s; exiting before slurmd's kill at %s\n", b.Watchdog, b.Limit)
+		p.Exit(ExitInternal)
+	})
 }

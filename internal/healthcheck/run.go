@@ -25,7 +25,8 @@ import (
 
 func (p Program) run(node string, cfg config.Config, o options) int {
 	start := time.Now()
-	wd := p.watchdog(cfg)
+	b, lim, clamped := p.budget(&cfg)
+	wd := p.watchdog(b)
 	defer wd.Stop()
 
 	log, closer, err := logging.New(cfg.Log, p.Stderr)
@@ -41,10 +42,20 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 	}
 	defer closer.Close()
 	entry := log.WithField("node", node)
+	if clamped != "" {
+		// Checking in less time beats being killed every interval.
+		entry.Warnf("%s: checking with a %s deadline (%s)", clamped, b.Deadline, lim.source)
+	}
+	if lim.note != "" {
+		entry.Warn(lim.note)
+	}
+	if h, ok := nodeHealth(p.Getenv); ok {
+		entry = entry.WithField("slurm_node_is_healthy", h)
+	}
 
 	l, err := lock.Try(cfg.LockFile)
 	if errors.Is(err, lock.ErrHeld) {
-		return p.lockHeld(entry, node, cfg, err, start)
+		return p.lockHeld(entry, node, cfg, b, err, start)
 	}
 	if err != nil {
 		entry.WithError(err).Error("cannot take the run lock")
@@ -66,19 +77,28 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 		}
 		tasks = append(tasks, deep...)
 	}
+	tr := newTracker(tasks)
+	stopTerm := p.onTerm(entry, node, cfg, tr, start)
+	defer stopTerm()
 	// NVML gets most of the deadline to start, leaving at least 15 s (or
 	// half the deadline) for the checks themselves.
 	runenv.WarmGPUs(ctx, env, tasks, max(cfg.Deadline.Duration-15*time.Second, cfg.Deadline.Duration/2))
-	timed := check.Run(ctx, tasks)
+	early := p.earlyDrainer(entry, node, cfg, b, o, start, tr)
+	timed := check.Stream(ctx, tasks, func(i int, t check.Timed) {
+		one := []check.Timed{t}
+		if o.Simulate != "" {
+			runenv.MarkSimulated(one)
+		}
+		if o.KernelLog != "" {
+			runenv.MarkReplayed(one, env.Kernel.Rules())
+		}
+		tr.finish(i, t)
+		early.offer()
+	})
 	cancel()
+	early.wait()
 	if !cfg.Policy.DryRun {
 		runenv.CommitKernelLog(entry, env)
-	}
-	if o.Simulate != "" {
-		runenv.MarkSimulated(timed)
-	}
-	if o.KernelLog != "" {
-		runenv.MarkReplayed(timed, env.Kernel.Rules())
 	}
 	results := check.Flatten(timed)
 	if o.Simulate != "" {
@@ -87,7 +107,7 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 	runenv.PrintTable(p.Stdout, node, results, time.Since(start))
 	runenv.LogResults(entry, results)
 
-	return p.finish(entry, node, cfg, timed, results, start, o.deep)
+	return p.finish(entry, node, cfg, b, timed, results, start, o.deep)
 }
 
 // stuckAfter is when a lock holder is no longer slow but stuck: every run
@@ -98,7 +118,7 @@ const stuckAfter = 5 * time.Minute
 // lockHeld handles an overlapping run. A run merely in progress is left to
 // finish; a stuck one means this node is sick, and nothing else will ever
 // check it again while the lock stays held.
-func (p Program) lockHeld(log *logrus.Entry, node string, cfg config.Config, held error, start time.Time) int {
+func (p Program) lockHeld(log *logrus.Entry, node string, cfg config.Config, b config.Budget, held error, start time.Time) int {
 	pid, since, err := lock.Holder(cfg.LockFile)
 	age := time.Since(since).Round(time.Second)
 	if err != nil || age < stuckAfter || !isHealthcheck(cfg.Root, pid) {
@@ -111,7 +131,7 @@ func (p Program) lockHeld(log *logrus.Entry, node string, cfg config.Config, hel
 	}}
 	runenv.PrintTable(p.Stdout, node, results, time.Since(start))
 	runenv.LogResults(log, results)
-	return p.finish(log, node, cfg, nil, results, start, false)
+	return p.finish(log, node, cfg, b, nil, results, start, false)
 }
 
 // isHealthcheck reports whether pid is a gpuhc-healthcheck process. The
@@ -126,17 +146,26 @@ func isHealthcheck(root string, pid int) bool {
 // finish applies the policy to the results, keeps the books (heartbeat,
 // measurements, metrics) unless this is a dry run, and returns the exit
 // code. deep is a --deep run's.
-func (p Program) finish(entry *logrus.Entry, node string, cfg config.Config, timed []check.Timed, results []check.Result, start time.Time, deep bool) int {
+func (p Program) finish(entry *logrus.Entry, node string, cfg config.Config, b config.Budget, timed []check.Timed, results []check.Result, start time.Time, deep bool) int {
 	code := exitCode(results)
 	// The Slurm calls get whatever is left before the watchdog: a REST call
 	// to a sick slurmctld can take ~10 s before scontrol gets its turn.
-	pctx, pcancel := context.WithDeadline(context.Background(), start.Add(hardLimit(cfg)-2*time.Second))
+	pctx, pcancel := context.WithDeadline(context.Background(), start.Add(b.CallsEnd))
 	defer pcancel()
-	state, err := p.applyPolicy(pctx, entry, node, cfg, results, deep)
+	kind := runPlain
+	if deep {
+		kind = runDeep
+	}
+	state, err := p.applyPolicy(pctx, entry, node, cfg, results, kind)
 	if err != nil {
 		entry.WithError(err).Error("policy could not act; will retry next run")
 		if code == ExitHealthy {
 			code = ExitInternal
+		}
+	}
+	if h, ok := nodeHealth(p.Getenv); ok {
+		if hint := healthHint(h, state.Drained != nil, code == ExitFail); hint != "" {
+			entry.Info(hint)
 		}
 	}
 	if !cfg.Policy.DryRun {
@@ -149,6 +178,17 @@ func (p Program) finish(entry *logrus.Entry, node string, cfg config.Config, tim
 	}
 	return code
 }
+
+// runKind says which policy run applyPolicy makes.
+type runKind int
+
+const (
+	runPlain runKind = iota
+	// runDeep is a --deep run's.
+	runDeep
+	// runEarly drains from the checks finished so far (policy.Engine.Early).
+	runEarly
+)
 
 // deepBy is who acts, in events and the policy's drain record, for a
 // --deep run.
@@ -163,7 +203,7 @@ const deepBy = "healthcheck --deep"
 // drain is recorded as deepBy's, not the health check's, so that the
 // plain runs, which do not measure bandwidth, hold a bandwidth drain
 // rather than resume it after resume_after runs that never looked.
-func (p Program) applyPolicy(ctx context.Context, log *logrus.Entry, node string, cfg config.Config, results []check.Result, deep bool) (policy.State, error) {
+func (p Program) applyPolicy(ctx context.Context, log *logrus.Entry, node string, cfg config.Config, results []check.Result, kind runKind) (policy.State, error) {
 	store := policy.NewStore(cfg.StateDir, node)
 	prev, loadErr := store.Load()
 	if loadErr != nil {
@@ -179,10 +219,16 @@ func (p Program) applyPolicy(ctx context.Context, log *logrus.Entry, node string
 		Node: node, Policy: cfg.Policy, DryRun: cfg.Policy.DryRun, Ctl: ctl,
 		BootID: events.BootID(cfg.Root), StormFile: policy.StormFile(cfg.StateDir), Now: p.Clock,
 	}
-	if deep {
+	switch kind {
+	case runDeep:
 		eng.Job = &policy.Job{By: deepBy}
+	case runEarly:
+		eng.Early = true
 	}
 	run, applyErr := eng.Apply(ctx, results, prev)
+	if kind == runEarly {
+		fmt.Fprint(p.Stdout, "early: ")
+	}
 	runenv.PrintOutcome(p.Stdout, run.Outcome, ctl.Backend(), ctl.Calls(), cfg.Policy.DryRun)
 	runenv.LogOutcome(log, run.Outcome, ctl.Backend())
 	if cfg.Policy.DryRun {

@@ -60,6 +60,14 @@ type Engine struct {
 	// Job, when set, makes this a job run (gpuhc-prolog, gpuhc-epilog)
 	// rather than the health check's.
 	Job *Job
+	// Early marks an early drain: results are those of the checks that
+	// have finished so far, with a FAIL among them, while others still run.
+	// It drains as Apply always does (reason, ownership, storm guard), but
+	// the statuses are merged into what was known, as a job run's are, and
+	// it never resumes: resume is decided on the complete result set only.
+	// The run's full Apply then finds the drain made and does not
+	// re-reason it (the reason on the node is the one in State.Drained).
+	Early bool
 }
 
 // Job describes a job run. It drains on a FAIL exactly as the health
@@ -99,11 +107,15 @@ func (e Engine) Apply(ctx context.Context, results []check.Result, prev State) (
 	st := prev.Clone()
 	run := Run{Events: e.transitions(results, prev.Last, now)}
 	st.Last = lastStatuses(results)
-	if e.Job != nil {
+	if e.Job != nil || e.Early {
 		st.Last = merged(prev.Last, st.Last)
 	}
 
 	failures := e.DrainWorthy(results)
+	if e.Early && len(failures) == 0 {
+		run.Outcome, run.State = Outcome{Kind: Nothing, Detail: "early: nothing to drain yet"}, st
+		return run, nil
+	}
 	var (
 		out Outcome
 		err error
