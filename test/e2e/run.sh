@@ -224,6 +224,11 @@ wait_node() {
 }
 
 count() { local n; n=$(grep -c "$1" "$2" 2>/dev/null) || true; echo "${n:-0}"; }
+# logged TIMEOUT PATTERN FILE: wait until a line of FILE matches PATTERN. A
+# run prints its policy line only once its Slurm calls are done (the storm
+# guard's recount waits out the second of the drain), after the node already
+# shows the drain.
+logged() { wait_for "$1" "'$2' in $3" grep -q "$2" "$3"; }
 runs() { count '^=== run' "$1/runs.$2.log"; }
 
 # wait_runs DIR NODE N: wait until N more health-check runs finished on NODE
@@ -493,7 +498,7 @@ scenario2() {
 		wait_node "$WAIT" showb gpu002 drained "$prefix" slurm
 	WHY="$(last_policy "$HC2" gpu002)"
 	expect "$BL (2): the drain went through slurmrestd" \
-		grep -q "^policy: drained.*via rest $BREST" "$HC2/runs.gpu002.log"
+		logged 10 "^policy: drained.*via rest $BREST" "$HC2/runs.gpu002.log"
 	local others=ok
 	for n in gpu001 gpu003 gpu004; do
 		node_is showb "$n" clean || others="$n: $WHY"
@@ -506,7 +511,7 @@ scenario2() {
 		wait_node "$WAIT" showb gpu002 clean
 	WHY="$(grep '^policy: resumed' "$HC2/runs.gpu002.log" | tail -1)" || true
 	expect "$BL (2): the resume went through slurmrestd" \
-		grep -q "^policy: resumed.*via rest $BREST" "$HC2/runs.gpu002.log"
+		logged 10 "^policy: resumed.*via rest $BREST" "$HC2/runs.gpu002.log"
 	expect "$BL (2): after the RESUME gpu002's reason is $([[ -n $RESUME_KEEPS ]] && echo "kept ('$prefix …')" || echo cleared)" \
 		resume_reason gpu002 "$prefix"
 
@@ -542,8 +547,8 @@ conf_head() {
 # gpuhc e2e, $2
 state_dir = "$1/state/%n"
 lock_file = "$1/state/%n.lock"
-deadline = "20s"
-check_timeout = "5s"
+deadline = "$BDEADLINE"
+check_timeout = "$BCHECK_TIMEOUT"
 
 [log]
 level = "debug"
@@ -562,7 +567,7 @@ url = "http://127.0.0.1:$BREST_PORT"
 token_file = "$BTOKEN_IN"
 user = "slurm"
 scontrol = "${3:-/nonexistent/scontrol}"
-timeout = "5s"
+timeout = "$BSLURM_TIMEOUT"
 retries = 1
 
 [checks.thermal]
@@ -606,8 +611,8 @@ write_conf_3() {
 # gpuhc e2e, scenario 3 (Slurm $BL chroot, gpuhc-drain, storm guard)
 state_dir = "$HC3_IN/state/%n"
 lock_file = "$HC3_IN/state/%n.lock"
-deadline = "20s"
-check_timeout = "5s"
+deadline = "$BDEADLINE"
+check_timeout = "$BCHECK_TIMEOUT"
 
 [log]
 level = "debug"
@@ -628,7 +633,7 @@ url = "http://127.0.0.1:$BREST_PORT"
 token_file = "$BTOKEN_IN"
 user = "slurm"
 scontrol = "/usr/bin/scontrol"
-timeout = "5s"
+timeout = "$BSLURM_TIMEOUT"
 retries = 1
 
 [checks.thermal]
@@ -854,7 +859,7 @@ scenario4() {
 		jq -e --arg r "$REASON4" '.reason == $r and .reason_set_by_user == "slurm" and (.state | tostring | contains("DRAIN"))' <<<"$r"
 	WHY="$(last_policy "$HC4" gpu003)"
 	expect "$BL (4): gpu003's drain went through slurmrestd" \
-		grep -q "^policy: drained.*via rest $BREST" "$HC4/runs.gpu003.log"
+		logged 10 "^policy: drained.*via rest $BREST" "$HC4/runs.gpu003.log"
 	WHY="$(grep -m1 '^SIMULATED' "$HC4/runs.gpu003.log" 2>&1)"
 	expect "$BL (4): gpu003's run says it is simulated (SIMULATED dgxh100: …)" \
 		grep -q '^SIMULATED dgxh100: ' "$HC4/runs.gpu003.log"
@@ -983,7 +988,7 @@ scenario5() {
 		drain_watch "$REASON5" "$WAIT"
 	WHY="$(last_policy "$HC5" gpu003)"
 	expect "$BL (5): gpu003's drain went through slurmrestd" \
-		grep -q "^policy: drained.*via rest $BREST" "$HC5/runs.gpu003.log"
+		logged 10 "^policy: drained.*via rest $BREST" "$HC5/runs.gpu003.log"
 	WHY="$(grep -m3 '^ib\.' "$HC5/runs.gpu003.log" 2>&1 || true)"
 	expect "$BL (5): gpu003's run judged the HCAs rdmamap found (mlx5_0/1 OK, mlx5_3/1 FAIL), not the excluded mlx5_8" \
 		eval 'grep -Eq "^ib\.port +mlx5_0/1 +OK" "$HC5/runs.gpu003.log" && grep -Eq "^ib\.port +mlx5_3/1 +FAIL +rate 200 Gb/sec < expected 400" "$HC5/runs.gpu003.log" && ! grep -Eq "^ib\.port +mlx5_8" "$HC5/runs.gpu003.log"'

@@ -653,6 +653,16 @@ use_bed() {
 	BV=$B_V BL=$B_LABEL BROOT=$B_ROOT BREST_PORT=$B_REST_PORT BTOKEN=$B_TOKEN BTOKEN_IN=$B_TOKEN_IN
 	BNODES=("${B_NODES[@]}")
 	case $BV in 24) BREST=v0.0.42 ;; 26) BREST=v0.0.45 ;; esac
+	# The check deadline, per-check limit and Slurm call timeout the scenario
+	# configs set. On
+	# 26.05 the health check runs under HealthCheckTimeout=4 (below the
+	# 5 s interval), where gpuhc fits its checks into half the limit and
+	# --check-config refuses a deadline that does not fit
+	# (docs/slurm-timeouts.md); 24.11 kills at a fixed 60 s.
+	case $BV in
+	24) BDEADLINE=20s BCHECK_TIMEOUT=5s BSLURM_TIMEOUT=5s ;;
+	26) BDEADLINE=2s BCHECK_TIMEOUT=2s BSLURM_TIMEOUT=2s ;;
+	esac
 }
 sb() { chroot "$BROOT" "$@"; }
 showb() { sb scontrol show node -o "$1" 2>&1; }
