@@ -107,8 +107,18 @@ jobs_job_is() {
 # jobs_events BED NODE: the node's event log (host path).
 jobs_events() { echo "$(jobs_dir "$1")/log/$2.events.jsonl"; }
 
-# jobs_event_has BED NODE JQ_FILTER: some event of NODE matches.
+# jobs_event_has BED NODE JQ_FILTER: some event of NODE matches, within
+# 10 s: a run appends its events once its Slurm calls are done, and the
+# storm guard's recount after a drain waits out the second of the drain,
+# so the node can show the drain before the event is written.
 jobs_event_has() {
+	local end=$((SECONDS + 10))
+	until jobs_event_once "$@"; do
+		((SECONDS < end)) || return 1
+		sleep 0.5
+	done
+}
+jobs_event_once() {
 	local f
 	f=$(jobs_events "$1" "$2")
 	WHY="$(tail -4 "$f" 2>&1 | cut -c1-300)" || true
@@ -329,7 +339,7 @@ jobs_prolog_fault() {
 		jobs_wait "$JOBS_WAIT" jobs_is "$JB" gpu003 drained "$JOBS_REASON2"
 	WHY="$(grep -A1 'exit 1' "$JD/out/prolog.gpu003.log" | head -2 | tr '\n' ' ')" || true
 	expect "$l: the prolog said it exits 1 so slurmd requeues job $j" \
-		grep -q "^exit 1: slurmd requeues job $j" "$JD/out/prolog.gpu003.log"
+		wait_for 10 "the prolog's exit line" grep -q "^exit 1: slurmd requeues job $j" "$JD/out/prolog.gpu003.log"
 	expect "$l: job $j was requeued, not failed: Restarts=1, pending" \
 		jobs_wait "$JOBS_WAIT" jobs_requeued "$j"
 	et=$(jobs_job "$JB" "$j" EligibleTime)

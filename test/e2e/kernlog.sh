@@ -95,7 +95,7 @@ scenario6() {
 	WHY="reason '$r'"
 	expect "$BL (6): gpu002's reason names XID 154" grep -q 'XID 154' <<<"$r"
 	expect "$BL (6): gpu002's event log has the drain with action reboot" \
-		event6 gpu002 '.kind == "drain" and .action == "reboot"'
+		wait_for 10 "gpu002's drain event" event6 gpu002 '.kind == "drain" and .action == "reboot"'
 	expect "$BL (6): gpu003 (fatal NVSwitch SXid) drained through REST within ${WAIT}s" \
 		wait_node "$WAIT" showb gpu003 drained "gpuhc: fabric.sxid: " slurm
 	expect "$BL (6): gpu004 (AER Uncorrected (Fatal)) drained through REST within ${WAIT}s" \
