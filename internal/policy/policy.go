@@ -221,13 +221,24 @@ func (e Engine) drain(ctx context.Context, named check.Result, reason string, st
 		case st.Drained != nil && st.Drained.Reason == n.Reason:
 		case st.Drained == nil && n.Reason == reason:
 			// The very drain this run would make, with no record of it: a
-			// lost state file. Adopt it so it is resumed once healthy.
-			st.Drained = &Drain{Reason: n.Reason, At: now, By: e.by()}
+			// lost state file, or a drain whose answer was lost. Adopt it
+			// so it is resumed once healthy, and count it against the
+			// storm limit, which nobody did when it was made.
+			st.Drained = &Drain{Reason: n.Reason, At: now, By: e.by(), Uncounted: true}
 		default:
 			// A gpuhc reason we did not set (gpuhc-drain by an admin, or a
 			// re-reasoned drain): someone else's to resume.
 			st.Drained = nil
 			return Outcome{AlreadyDrained, n.Reason + " (not set by this node's health check; left alone)"}, nil
+		}
+		if st.Drained.Uncounted && e.stormOn() {
+			at := n.ReasonTime
+			if at.IsZero() {
+				at = now
+			}
+			if out, gaveBack := e.recountDrain(ctx, st, run, n.Reason, at, now); gaveBack {
+				return out, nil
+			}
 		}
 		return Outcome{AlreadyDrained, n.Reason}, nil
 	case offline(n) && (n.Reason != "" || n.Drained()):
@@ -260,7 +271,7 @@ func (e Engine) drain(ctx context.Context, named check.Result, reason string, st
 			return e.suppress(st, run, reason, e.describe(v, reason, now), now), nil
 		}
 	}
-	if err := e.Ctl.Drain(ctx, e.Node, reason); err != nil {
+	if err := e.Ctl.Drain(ctx, e.Node, reason); err != nil && !e.drainLanded(ctx, reason) {
 		return Outcome{}, fmt.Errorf("drain %s: %w", e.Node, err)
 	}
 	drainedAt := e.now()
@@ -270,17 +281,44 @@ func (e Engine) drain(ctx context.Context, named check.Result, reason string, st
 	ev.Check, ev.Component, ev.Serial, ev.Action = named.Check, named.Component, named.IDs.Serial, string(named.Action)
 	run.Events = append(run.Events, ev)
 	if e.stormOn() {
-		if detail, over := e.recount(ctx, reason, drainedAt); over {
-			// Nodes that failed together all saw room; the late ones give
-			// their drain back, so the limit holds.
-			if err := e.Ctl.Resume(ctx, e.Node); err == nil || e.resumedAnyway(ctx) {
-				run.Events = append(run.Events, e.event(now, events.KindResume, reason, e.Ctl.Backend()))
-				st.Drained = nil
-				return e.suppress(st, run, reason, detail, now), nil
-			}
+		st.Drained.Uncounted = true
+		if out, gaveBack := e.recountDrain(ctx, st, run, reason, drainedAt, now); gaveBack {
+			return out, nil
 		}
 	}
 	return Outcome{Drained, reason}, nil
+}
+
+// drainLanded reports whether a drain whose call failed took effect all
+// the same: a request that timed out on a busy slurmrestd may still be
+// carried out, and a drain nobody knows about is never counted against
+// the storm limit nor resumed.
+func (e Engine) drainLanded(ctx context.Context, reason string) bool {
+	n, err := e.Ctl.Node(ctx, e.Node)
+	return err == nil && n.Drained() && n.Reason == reason
+}
+
+// recountDrain counts our drain (made at drainedAt, our clock, or
+// slurmctld's reason time) against the storm limit and gives it back when
+// it came at or past the limit: nodes that failed together all saw room.
+// A drain that could not be counted keeps Uncounted, so the next run
+// counts it; one that was counted clears it.
+func (e Engine) recountDrain(ctx context.Context, st *State, run *Run, reason string, drainedAt, now time.Time) (Outcome, bool) {
+	detail, over, counted := e.recount(ctx, reason, drainedAt)
+	if !counted {
+		return Outcome{}, false
+	}
+	if over {
+		if err := e.Ctl.Resume(ctx, e.Node); err == nil || e.resumedAnyway(ctx) {
+			run.Events = append(run.Events, e.event(now, events.KindResume, reason, e.Ctl.Backend()))
+			st.Drained = nil
+			return e.suppress(st, run, reason, detail, now), true
+		}
+		// Still ours and still over: the next run tries again.
+		return Outcome{}, false
+	}
+	st.Drained.Uncounted = false
+	return Outcome{}, false
 }
 
 // suppress records a drain the storm guard refused, once per failing

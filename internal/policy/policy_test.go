@@ -22,6 +22,9 @@ type fakeSlurm struct {
 	node     slurm.Node
 	calls    []string
 	drainErr error
+	// drainLands makes a failing Drain take effect all the same (a
+	// request that timed out on a busy slurmrestd and was carried out).
+	drainLands bool
 	// others are the rest of the cluster; the node list is these plus
 	// node (named gpu001), unless list replaces the whole answer.
 	others  []slurm.Node
@@ -54,12 +57,12 @@ func (f *fakeSlurm) Nodes(context.Context) ([]slurm.Node, error) {
 }
 func (f *fakeSlurm) Drain(_ context.Context, name, reason string) error {
 	f.calls = append(f.calls, "drain "+name+" "+reason)
-	if f.drainErr != nil {
+	if f.drainErr != nil && !f.drainLands {
 		return f.drainErr
 	}
 	f.node.State = append(f.node.State, "DRAIN")
 	f.node.Reason = reason
-	return nil
+	return f.drainErr
 }
 func (f *fakeSlurm) Resume(_ context.Context, name string) error {
 	f.calls = append(f.calls, "resume "+name)
@@ -120,9 +123,9 @@ func TestApply(t *testing.T) {
 		{name: "already drained by us: no second drain", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: ourDrn},
 			prev: drainedByUs, results: failing, wantKind: AlreadyDrained, wantCalls: []string{"get gpu001"},
 			wantState: func(s State) bool { return s.Drained != nil }},
-		{name: "our drain found without state is adopted", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: ourDrn},
-			results: failing, wantKind: AlreadyDrained, wantCalls: []string{"get gpu001"},
-			wantState: func(s State) bool { return s.Drained != nil && s.Drained.Reason == ourDrn }},
+		{name: "our drain found without state is adopted, and counted against the storm limit", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: ourDrn},
+			results: failing, wantKind: AlreadyDrained, wantCalls: []string{"get gpu001", "list"},
+			wantState: func(s State) bool { return s.Drained != nil && s.Drained.Reason == ourDrn && !s.Drained.Uncounted }},
 		{name: "another gpuhc reason without state is not adopted", node: slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: "gpuhc: admin: RMA"},
 			results: failing, wantKind: AlreadyDrained, wantCalls: []string{"get gpu001"},
 			wantState: func(s State) bool { return s.Drained == nil }},

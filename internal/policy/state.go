@@ -41,6 +41,10 @@ type Drain struct {
 	// (empty in records written before job runs existed: the health
 	// check's).
 	By string `json:"by,omitempty"`
+	// Uncounted marks a drain the storm guard has not yet counted against
+	// its limit (the recount's list failed, or the drain was adopted): the
+	// next run counts it and gives it back if it is over.
+	Uncounted bool `json:"uncounted,omitempty"`
 }
 
 // Equal reports whether two states would be written identically.

@@ -251,15 +251,18 @@ func (e Engine) settle(ctx context.Context, drainedAt time.Time) error {
 // after the settle, sees every drain ranked before its own, so the
 // earliest drains stay and exactly the limit is kept: the first limit
 // nodes in that order never see limit nodes before them, and every later
-// one sees all of those. A list that fails, a settle cut short, or a list
-// that does not show our drain keeps the drain.
-func (e Engine) recount(ctx context.Context, reason string, drainedAt time.Time) (string, bool) {
+// one sees all of those. A list that fails, or a settle cut short, leaves
+// the drain uncounted (counted false): the caller keeps it and the next
+// run counts it, since a give-back on a list that failed would undrain a
+// lone bad node whenever slurmrestd hiccups. A list that does not show our
+// drain keeps it, counted.
+func (e Engine) recount(ctx context.Context, reason string, drainedAt time.Time) (detail string, over, counted bool) {
 	if e.settle(ctx, drainedAt) != nil {
-		return "", false
+		return "", false, false
 	}
 	nodes, err := e.Ctl.Nodes(ctx)
-	if err != nil {
-		return "", false
+	if err != nil || len(nodes) == 0 {
+		return "", false, false
 	}
 	var ours []slurm.Node
 	for _, n := range nodes {
@@ -276,8 +279,8 @@ func (e Engine) recount(ctx context.Context, reason string, drainedAt time.Time)
 	rank := slices.IndexFunc(ours, func(n slurm.Node) bool { return n.Name == e.Node })
 	limit := stormLimit(e.Policy.MaxDrainedFraction, e.Policy.MaxDrainedNodes, len(nodes))
 	if rank < 0 || rank < limit {
-		return "", false
+		return "", false, true
 	}
 	return fmt.Sprintf("%d of %d nodes drained by gpuhc at once (limit %d); gave back this drain, the %s: %s",
-		len(ours), len(nodes), limit, check.Ordinal(rank+1), reason), true
+		len(ours), len(nodes), limit, check.Ordinal(rank+1), reason), true, true
 }

@@ -387,7 +387,7 @@ func TestStormGuardOnlyOnTheDrainPath(t *testing.T) {
 	}{
 		{"healthy", idle(), State{}, healthy, false},
 		{"healthy after a refusal", idle(), State{Suppressed: ourDrn}, healthy, false},
-		{"already drained by us", slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: ourDrn}, State{}, failing, false},
+		{"already drained by us", slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: ourDrn}, State{Drained: &Drain{Reason: ourDrn}}, failing, false},
 		{"foreign drain", slurm.Node{State: []string{"IDLE", "DRAIN"}, Reason: "maintenance"}, State{}, failing, false},
 		{"dry run", idle(), State{}, failing, true},
 	}
@@ -663,5 +663,146 @@ func TestStormSettleCancelledKeepsDrain(t *testing.T) {
 	}
 	if run.Outcome.Kind != Drained || !f.node.Drained() {
 		t.Errorf("outcome %+v, node %+v", run.Outcome, f.node)
+	}
+}
+
+// A drain the recount could not count (the list failed) is kept, marked
+// uncounted, and the next run counts it: over the limit it is given back,
+// within it the mark is cleared. The drains that ranked before it appeared
+// while it was uncounted.
+func TestStormUncountedDrainCountedNextRun(t *testing.T) {
+	early := t0.Add(-time.Minute)
+	cases := []struct {
+		name      string
+		before    int // gpuhc drains made before ours
+		wantKind  string
+		wantKinds string
+		drained   bool
+	}{
+		{"over the limit: given back", 2, DrainSuppressed, "resume,drain-suppressed", false},
+		{"within the limit: kept, counted", 1, AlreadyDrained, "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeSlurm{node: idle()}
+			e := engine(f)
+			e.Policy.MaxDrainedFraction, e.Policy.MaxDrainedNodes = 0, 2
+			// The pre-drain count succeeds; the recount fails.
+			lists := 0
+			f.listHook = func(nodes []slurm.Node) []slurm.Node {
+				lists++
+				if lists == 1 {
+					return nodes // the pre-drain count: room
+				}
+				for i := range nodes {
+					if nodes[i].Name == "gpu001" {
+						nodes[i].ReasonTime = t0
+					}
+				}
+				for i := range tc.before {
+					nodes = append(nodes, slurm.Node{Name: fmt.Sprintf("gpu1%02d", i), State: []string{"IDLE", "DRAIN"},
+						Reason: "gpuhc: host.cpu: host: x", ReasonTime: early})
+				}
+				return nodes
+			}
+			first := e
+			first.Ctl = &failSecondList{fakeSlurm: f}
+			run, err := first.Apply(context.Background(), failing, State{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run.Outcome.Kind != Drained || run.State.Drained == nil || !run.State.Drained.Uncounted {
+				t.Fatalf("first run: outcome %+v, state %+v", run.Outcome, run.State.Drained)
+			}
+			next, err := e.Apply(context.Background(), failing, run.State)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, k := range kinds(next.Events) {
+				if k != events.KindTransition {
+					got = append(got, k)
+				}
+			}
+			if next.Outcome.Kind != tc.wantKind || strings.Join(got, ",") != tc.wantKinds || f.node.Drained() != tc.drained {
+				t.Errorf("next run: outcome %+v, events %q, node drained %v", next.Outcome, got, f.node.Drained())
+			}
+			if tc.drained && (next.State.Drained == nil || next.State.Drained.Uncounted) {
+				t.Errorf("next run: state %+v, want the drain kept and counted", next.State.Drained)
+			}
+		})
+	}
+}
+
+// failSecondList fails every node list after the first.
+type failSecondList struct {
+	*fakeSlurm
+	lists int
+}
+
+func (f *failSecondList) Nodes(ctx context.Context) ([]slurm.Node, error) {
+	f.lists++
+	if f.lists > 1 {
+		f.calls = append(f.calls, "list")
+		return nil, errors.New("slurmrestd GET /nodes/: context deadline exceeded")
+	}
+	return f.fakeSlurm.Nodes(ctx)
+}
+
+// A drain whose call failed but which slurmctld carried out (the answer was
+// lost on a busy slurmrestd) is a drain: recorded, counted against the
+// limit and given back when over it. One that did not land is an error.
+func TestDrainCallFailedButLanded(t *testing.T) {
+	timeout := errors.New("slurmrestd POST /node/gpu001: context deadline exceeded")
+	cases := []struct {
+		name     string
+		lands    bool
+		others   int // gpuhc drains ranked before ours
+		wantKind string
+		wantErr  bool
+	}{
+		{"landed, within the limit", true, 0, Drained, false},
+		{"landed, over the limit: given back", true, 2, DrainSuppressed, false},
+		{"did not land", false, 0, "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeSlurm{node: idle(), drainErr: timeout, drainLands: tc.lands}
+			e := engine(f)
+			e.Policy.MaxDrainedFraction, e.Policy.MaxDrainedNodes = 0, 2
+			lists := 0
+			f.listHook = func(nodes []slurm.Node) []slurm.Node {
+				lists++
+				if lists == 1 {
+					return nodes // the pre-drain count: room
+				}
+				for i := range nodes {
+					if nodes[i].Name == "gpu001" {
+						nodes[i].ReasonTime = t0
+					}
+				}
+				for i := range tc.others {
+					nodes = append(nodes, slurm.Node{Name: fmt.Sprintf("gpu1%02d", i), State: []string{"IDLE", "DRAIN"},
+						Reason: "gpuhc: host.cpu: host: x", ReasonTime: t0.Add(-time.Minute)})
+				}
+				return nodes
+			}
+			run, err := e.Apply(context.Background(), failing, State{})
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "context deadline exceeded") {
+					t.Fatalf("err %v, want the drain's error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run.Outcome.Kind != tc.wantKind {
+				t.Errorf("outcome %+v, want %v", run.Outcome, tc.wantKind)
+			}
+			if f.node.Drained() != (tc.wantKind == Drained) {
+				t.Errorf("node drained %v", f.node.Drained())
+			}
+		})
 	}
 }

@@ -21,6 +21,17 @@ const maxBody = 8 << 20
 // (recorded), so 128 MiB is some 50,000 nodes.
 const maxListBody = 128 << 20
 
+// listTimeout bounds one node-list request when the caller's context has
+// no earlier deadline. A list is the one answer that grows with the
+// cluster (about 2.5 MB for 1,000 nodes, some 0.1 s of slurmrestd CPU on
+// 26.05.5), and in a storm every failing node asks for it at once: cut
+// off at the per-call timeout and retried, each list would be made twice
+// by a slurmrestd already behind, which is how a 200-node storm on 2 CPUs
+// turned into timeouts for over half the runs. So a list gets the caller's
+// whole budget, once. A hung slurmrestd is still found by the per-call
+// timeout: every list follows a single-node read that has it.
+const listTimeout = 60 * time.Second
+
 // REST drives a node through slurmrestd. Discovery and the token file are
 // read on first use, so constructing one costs nothing.
 type REST struct {
@@ -82,6 +93,9 @@ type request struct {
 	body         []byte
 	// limit caps the answer's size; 0 means maxBody.
 	limit int
+	// list marks a node list (see listTimeout): one try up to the
+	// caller's deadline instead of the per-call timeout and retries.
+	list bool
 }
 
 // response is a 2xx answer.
@@ -99,7 +113,7 @@ func (r *REST) do(ctx context.Context, req request) (response, error) {
 	}
 	for attempt := 0; ; attempt++ {
 		resp, err := r.once(ctx, req, tok)
-		if err == nil || !retryable(ctx, err) || attempt >= r.retries {
+		if err == nil || !retryable(ctx, err) || attempt >= r.retries || (req.list && errors.Is(err, context.DeadlineExceeded)) {
 			return resp, r.explain(err)
 		}
 		if werr := r.backoff.wait(ctx, attempt); werr != nil {
@@ -119,9 +133,13 @@ func (r *REST) explain(err error) error {
 
 // once sends one HTTP request under the per-request timeout.
 func (r *REST) once(ctx context.Context, req request, tok string) (response, error) {
-	if r.timeout > 0 {
+	timeout := r.timeout
+	if req.list && timeout > 0 {
+		timeout = max(timeout, listTimeout)
+	}
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, r.timeout)
+		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
 	hreq, err := r.newRequest(ctx, req, tok)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -475,5 +476,55 @@ func TestUnsafeTokenIsConfigError(t *testing.T) {
 	var ce *ConfigError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "group- or world-accessible") {
 		t.Fatalf("err %v, want a ConfigError about the mode", err)
+	}
+}
+
+// A node list slower than the per-call timeout (a storm: every failing
+// node lists at once) is waited for, once, up to the caller's deadline;
+// one that outlasts the deadline is not sent again.
+func TestRESTListGetsTheCallersBudgetOnce(t *testing.T) {
+	openapi := restFixture(t, "slurm-26.05", "openapi.200.json")
+	nodes := restFixture(t, "slurm-26.05", "v0.0.45/nodes_idle.200.json")
+	for _, c := range []struct {
+		name     string
+		delay    time.Duration
+		deadline time.Duration
+		wantErr  bool
+	}{
+		{"slower than the per-call timeout, within the deadline", 300 * time.Millisecond, 5 * time.Second, false},
+		{"past the caller's deadline", 5 * time.Second, 400 * time.Millisecond, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var lists atomic.Int32
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/openapi/v3" {
+					w.Write(openapi)
+					return
+				}
+				lists.Add(1)
+				select {
+				case <-time.After(c.delay):
+					w.Write(nodes)
+				case <-r.Context().Done():
+				}
+			})
+			tok := writeToken(t, testToken, 0o600)
+			r, err := NewREST(serveHandler(t, h), "slurm", tok, 50*time.Millisecond, 3, testOpts(&noSleep{})...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), c.deadline)
+			defer cancel()
+			ns, err := r.Nodes(ctx)
+			if (err != nil) != c.wantErr || (!c.wantErr && len(ns) == 0) {
+				t.Errorf("got %d nodes, %v", len(ns), err)
+			}
+			if c.wantErr && !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("err %v, want the deadline in the chain", err)
+			}
+			if n := lists.Load(); n != 1 {
+				t.Errorf("list sent %d times, want once", n)
+			}
+		})
 	}
 }

@@ -42,7 +42,7 @@ func (r *REST) Nodes(ctx context.Context) ([]Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := request{method: "GET", path: "/slurm/" + v.read + "/nodes/", limit: maxListBody}
+	req := request{method: "GET", path: "/slurm/" + v.read + "/nodes/", limit: maxListBody, list: true}
 	body, err := r.call(ctx, req)
 	if err != nil {
 		return nil, err
