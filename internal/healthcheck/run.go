@@ -211,7 +211,8 @@ func (p Program) applyPolicy(ctx context.Context, log *logrus.Entry, node string
 		// not stop it; only a resume depends on the record.
 		log.WithError(loadErr).Error("starting from an empty policy state")
 	}
-	ctl, err := slurm.New(cfg.Slurm, slurm.WithLogger(log))
+	ctl, err := slurm.New(cfg.Slurm, slurm.WithLogger(log),
+		slurm.WithVersionCache(slurm.VersionCacheFile(cfg.StateDir), cfg.Policy.DryRun))
 	if err != nil {
 		return prev, fmt.Errorf("node control: %w", err)
 	}

@@ -160,7 +160,8 @@ func (r *Run) controller() (slurm.Controller, error) {
 	if r.P.Controller != nil {
 		return r.P.Controller(r.Cfg.Slurm, r.Log)
 	}
-	return slurm.New(r.Cfg.Slurm, slurm.WithLogger(r.Log))
+	return slurm.New(r.Cfg.Slurm, slurm.WithLogger(r.Log),
+		slurm.WithVersionCache(slurm.VersionCacheFile(r.Cfg.StateDir), r.Cfg.Policy.DryRun))
 }
 
 // Append writes events to the event log, each stamped with the run's

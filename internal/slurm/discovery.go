@@ -3,7 +3,9 @@ package slurm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"sort"
 	"strconv"
@@ -28,7 +30,8 @@ type openAPI struct {
 	Paths map[string]map[string]json.RawMessage `json:"paths"`
 }
 
-// discover fetches /openapi/v3 once per client and remembers the answer.
+// discover is the API versions to use: those this client already knows,
+// else the cached ones, else what /openapi/v3 says.
 func (r *REST) discover(ctx context.Context) (apiVersions, error) {
 	r.mu.Lock()
 	v := r.versions
@@ -36,6 +39,15 @@ func (r *REST) discover(ctx context.Context) (apiVersions, error) {
 	if v != nil {
 		return *v, nil
 	}
+	if got, ok := r.cache.load(r.ep.base); ok {
+		r.remember(got, true)
+		return got, nil
+	}
+	return r.fetchVersions(ctx)
+}
+
+// fetchVersions asks slurmrestd and caches the answer.
+func (r *REST) fetchVersions(ctx context.Context) (apiVersions, error) {
 	resp, err := r.do(ctx, request{method: "GET", path: "/openapi/v3"})
 	if err != nil {
 		return apiVersions{}, fmt.Errorf("discover API version: %w", err)
@@ -44,10 +56,52 @@ func (r *REST) discover(ctx context.Context) (apiVersions, error) {
 	if err != nil {
 		return apiVersions{}, err
 	}
-	r.mu.Lock()
-	r.versions = &got
-	r.mu.Unlock()
+	r.remember(got, false)
+	if err := r.cache.save(r.ep.base, got); err != nil {
+		r.log.WithError(err).Warn("slurmrestd API version not cached; the next run discovers it again")
+	}
 	return got, nil
+}
+
+func (r *REST) remember(v apiVersions, cached bool) {
+	r.mu.Lock()
+	r.versions, r.cached = &v, cached
+	r.mu.Unlock()
+}
+
+// versioned runs call on the API versions. A cached version that
+// slurmrestd answers with HTTP 404 may have gone with an upgrade: the
+// cache is dropped, and where a fresh discovery picks another version the
+// call is made once more on it. A 404 on the version just discovered is
+// the answer.
+func (r *REST) versioned(ctx context.Context, call func(apiVersions) error) error {
+	v, err := r.discover(ctx)
+	if err != nil {
+		return err
+	}
+	err = call(v)
+	if !r.stale(err) {
+		return err
+	}
+	if derr := r.cache.drop(); derr != nil {
+		r.log.WithError(derr).Warn("stale slurmrestd API version cache not removed")
+	}
+	fresh, ferr := r.fetchVersions(ctx)
+	if ferr != nil || (fresh.read == v.read && fresh.write == v.write) {
+		return err
+	}
+	return call(fresh)
+}
+
+// stale: err is a 404 for a request made on a cached version.
+func (r *REST) stale(err error) bool {
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cached
 }
 
 // writeVersion is the version for node POST, or ErrNoNodePost.
@@ -56,6 +110,10 @@ func (r *REST) writeVersion(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return postVersion(v)
+}
+
+func postVersion(v apiVersions) (string, error) {
 	if v.write == "" {
 		return "", fmt.Errorf("%w; node paths offered: %s", ErrNoNodePost, v.seen)
 	}

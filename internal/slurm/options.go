@@ -30,6 +30,7 @@ type options struct {
 	backoff    backoff
 	httpClient *http.Client
 	env        []string
+	versions   versionCache
 }
 
 func buildOptions(opts []Option) options {
@@ -41,6 +42,9 @@ func buildOptions(opts []Option) options {
 		l := logrus.New()
 		l.SetOutput(io.Discard)
 		o.log = l
+	}
+	if o.versions.now == nil {
+		o.versions.now = time.Now
 	}
 	if o.counter == nil {
 		o.counter = &Counter{}
@@ -75,3 +79,14 @@ func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.httpCli
 
 // WithEnv replaces the fixed environment given to scontrol.
 func WithEnv(env []string) Option { return func(o *options) { o.env = env } }
+
+// WithVersionCache keeps slurmrestd's API version in path between runs
+// (see versionCacheTTL); readOnly (a dry run) uses it without writing.
+func WithVersionCache(path string, readOnly bool) Option {
+	return func(o *options) { o.versions.path, o.versions.readOnly = path, readOnly }
+}
+
+// withVersionClock sets the cache's clock (tests).
+func withVersionClock(now func() time.Time) Option {
+	return func(o *options) { o.versions.now = now }
+}

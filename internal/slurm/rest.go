@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/sirupsen/logrus"
 )
 
 // maxBody caps what we read of a response; /openapi/v3 is the largest
@@ -42,10 +44,13 @@ type REST struct {
 	retries   int
 	backoff   backoff
 	calls     *Counter
+	cache     versionCache
+	log       logrus.FieldLogger
 
 	mu       sync.Mutex
 	token    string
 	versions *apiVersions // set by the first successful discovery
+	cached   bool         // versions came from the cache, not from slurmrestd
 }
 
 // NewREST prepares a client for cfgURL. It does no I/O.
@@ -67,6 +72,7 @@ func NewREST(cfgURL, user, tokenFile string, timeout time.Duration, retries int,
 	return &REST{
 		ep: ep, user: user, tokenFile: tokenFile, timeout: timeout,
 		retries: retries, backoff: o.backoff, calls: o.counter,
+		cache: o.versions, log: o.log,
 	}, nil
 }
 

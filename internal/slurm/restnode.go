@@ -13,10 +13,16 @@ func (r *REST) Node(ctx context.Context, name string) (Node, error) {
 	if err := ValidateName(name); err != nil {
 		return Node{}, err
 	}
-	v, err := r.discover(ctx)
-	if err != nil {
-		return Node{}, err
-	}
+	var n Node
+	err := r.versioned(ctx, func(v apiVersions) error {
+		var err error
+		n, err = r.node(ctx, v, name)
+		return err
+	})
+	return n, err
+}
+
+func (r *REST) node(ctx context.Context, v apiVersions, name string) (Node, error) {
 	req := request{method: "GET", path: nodePath(v.read, name)}
 	body, err := r.call(ctx, req)
 	var ae *APIError
@@ -38,20 +44,19 @@ func (r *REST) Node(ctx context.Context, name string) (Node, error) {
 // Nodes lists every node with GET /slurm/vX/nodes/ on the read version,
 // which 22.05's v0.0.38 serves too.
 func (r *REST) Nodes(ctx context.Context) ([]Node, error) {
-	v, err := r.discover(ctx)
-	if err != nil {
-		return nil, err
-	}
-	req := request{method: "GET", path: "/slurm/" + v.read + "/nodes/", limit: maxListBody, list: true}
-	body, err := r.call(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	ns, err := allNodes(body)
-	if err != nil {
-		return nil, fmt.Errorf("slurmrestd %s %s: %w", req.method, req.path, err)
-	}
-	return ns, nil
+	var ns []Node
+	err := r.versioned(ctx, func(v apiVersions) error {
+		req := request{method: "GET", path: "/slurm/" + v.read + "/nodes/", limit: maxListBody, list: true}
+		body, err := r.call(ctx, req)
+		if err != nil {
+			return err
+		}
+		if ns, err = allNodes(body); err != nil {
+			return fmt.Errorf("slurmrestd %s %s: %w", req.method, req.path, err)
+		}
+		return nil
+	})
+	return ns, err
 }
 
 // Drain sets DRAIN with reason.
@@ -79,16 +84,18 @@ func (r *REST) update(ctx context.Context, name string, u nodeUpdate) error {
 	if err := ValidateName(name); err != nil {
 		return err
 	}
-	v, err := r.writeVersion(ctx)
-	if err != nil {
-		return err
-	}
 	body, err := json.Marshal(u)
 	if err != nil {
 		return fmt.Errorf("encode node update: %w", err)
 	}
-	_, err = r.call(ctx, request{method: "POST", path: nodePath(v, name), body: body})
-	return err
+	return r.versioned(ctx, func(v apiVersions) error {
+		w, err := postVersion(v)
+		if err != nil {
+			return err
+		}
+		_, err = r.call(ctx, request{method: "POST", path: nodePath(w, name), body: body})
+		return err
+	})
 }
 
 // call is do plus the check that a 2xx body carries no errors: slurmrestd

@@ -11,19 +11,17 @@ import (
 // Ping checks that slurmrestd accepts our credentials and reaches
 // slurmctld; /openapi/v3 answers any token, so discovery alone cannot.
 func (r *REST) Ping(ctx context.Context) error {
-	v, err := r.discover(ctx)
-	if err != nil {
-		return err
-	}
-	req := request{method: "GET", path: "/slurm/" + v.read + "/ping/"}
-	body, err := r.call(ctx, req)
-	if err != nil {
-		return err
-	}
-	if err := checkPings(body); err != nil {
-		return r.explain(fmt.Errorf("slurmrestd %s %s: %w", req.method, req.path, err))
-	}
-	return nil
+	return r.versioned(ctx, func(v apiVersions) error {
+		req := request{method: "GET", path: "/slurm/" + v.read + "/ping/"}
+		body, err := r.call(ctx, req)
+		if err != nil {
+			return err
+		}
+		if err := checkPings(body); err != nil {
+			return r.explain(fmt.Errorf("slurmrestd %s %s: %w", req.method, req.path, err))
+		}
+		return nil
+	})
 }
 
 // pingEntry is one controller of a ping answer. Each API version says

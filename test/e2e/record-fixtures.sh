@@ -91,6 +91,10 @@ record22() {
 	rec "$rd" openapi GET "$url/openapi/v3" "$tok"
 	rec "$rd" openapi_noauth GET "$url/openapi/v3" none
 	rec "$rd" openapi_badtoken GET "$url/openapi/v3" "${tok%?????}XXXXX"
+	# The version below the oldest served, as after an upgrade dropped it:
+	# the answer a stale API version cache gets.
+	v=${versions[0]#v0.0.}
+	rec "$rd" unserved_version GET "$url/slurm/v0.0.$((v - 1))/node/$node" "$tok"
 	rec "$rd/$v" ping GET "$base/ping" "$tok"
 	rec "$rd/$v" node_idle GET "$base/node/$node" "$tok"
 	rec "$rd/$v" nodes_idle GET "$base/nodes" "$tok"
