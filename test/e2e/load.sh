@@ -62,7 +62,7 @@ RUNS=${GPUHC_LOAD_RUNS:-200}
 PAPER=${GPUHC_LOAD_PAPER:-1000}
 LIMIT=${GPUHC_LOAD_LIMIT:-10}
 JITTER=${GPUHC_LOAD_JITTER:-5s}         # storm_jitter, the shipped default
-SINFO_MAX=${GPUHC_LOAD_SINFO_MAX:-5}    # seconds a sinfo may take mid-storm
+SINFO_MAX=${GPUHC_LOAD_SINFO_MAX:-10}   # seconds a sinfo may take mid-storm (2-3 s on 2 CPUs; 5.8 s with the CPU halved)
 RUN_TIMEOUT=${GPUHC_LOAD_RUN_TIMEOUT:-240}
 PAPER_STATE=DOWN
 
@@ -278,10 +278,11 @@ classify() {
 			# A drain that landed while its answer and the re-read were
 			# lost: the next run finds our reason and adopts it.
 			unreached+=("$n")
-			xid_drained "$n" && lost+=("$n") ;;
+			if xid_drained "$n"; then lost+=("$n"); fi ;;
 		*) other+=("$n: ${o:-no outcome line: $(tail -1 "$HCL/n/$n/run.$r.log")} / $k") ;;
 		esac
 	done
+	return 0
 }
 
 # monitor_verdicts R: slurmctld answered throughout round R
