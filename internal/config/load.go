@@ -4,13 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"reflect"
 	"regexp"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
+
+// MaxFile caps a config file. A config with a [[host]] section for each
+// of 10,000 nodes is some 1 MB; a FIFO, a device or a file past this is
+// refused before anything is parsed, so a bad path cannot hang or bloat
+// every run.
+const MaxFile = 4 << 20
 
 // Load reads the configuration for node from path: defaults, then the
 // file, then every [[host]] section whose match names node (in file
@@ -19,9 +26,9 @@ import (
 // A missing file is an error wrapping fs.ErrNotExist; see LoadOrDefault.
 // Every problem in the file is reported at once as an ErrorList.
 func Load(path, node string) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := sysread.Regular(path, MaxFile)
 	if err != nil {
-		return Config{}, fmt.Errorf("read config: %w", err)
+		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return Parse(path, data, node)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -489,5 +490,34 @@ func TestInlineHostSections(t *testing.T) {
 	c, err := Load(p, "n1")
 	if err != nil || c.Deadline.Duration != 30*time.Second || c.Checks.CPU.Expected != 8 {
 		t.Errorf("got deadline %v, cpu %d, %v", c.Deadline, c.Checks.CPU.Expected, err)
+	}
+}
+
+// A config path that is a FIFO used to hang every run, and /dev/zero to
+// read until memory ran out; a file past MaxFile is refused unparsed.
+func TestLoadRefusesWhatCannotBeAConfig(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "gpuhc.toml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := writeFile(t, "# "+strings.Repeat("x", MaxFile)+"\n")
+	for _, tc := range []struct{ path, want string }{
+		{fifo, "not a regular file (a named pipe)"},
+		{"/dev/zero", "not a regular file (a character device)"},
+		{big, fmt.Sprintf("larger than %d bytes", MaxFile)},
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := Load(tc.path, "n1"); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || err.Error() != "config: read "+tc.path+": "+tc.want {
+				t.Errorf("%s: %v; want %q", tc.path, err, tc.want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: Load blocked", tc.path)
+		}
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "absent.toml"), "n1"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing config must stay fs.ErrNotExist (LoadOrDefault relies on it): %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/events"
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // sources are the event logs to read: --events, or else the configured
@@ -150,7 +151,7 @@ func readableLogs(pattern string, warn func(string)) (files []string, unread int
 		fi, err := os.Stat(m)
 		if err == nil && !fi.IsDir() {
 			var f *os.File
-			if f, err = os.Open(m); err == nil {
+			if f, err = sysread.Open(m); err == nil {
 				f.Close()
 			}
 		}

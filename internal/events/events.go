@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // Kinds of event.
@@ -144,9 +145,9 @@ func (l Log) Append(ctx context.Context, evs ...Event) error {
 	if err := os.MkdirAll(filepath.Dir(l.Path), 0o750); err != nil {
 		return fmt.Errorf("create event log directory: %w", err)
 	}
-	f, err := os.OpenFile(l.Path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o640)
+	f, err := sysread.OpenFile(l.Path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o640)
 	if err != nil {
-		return fmt.Errorf("open event log: %w", err)
+		return fmt.Errorf("event log: %w", err)
 	}
 	defer f.Close()
 	if err := lock(ctx, f); err != nil {

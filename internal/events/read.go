@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // Reading event logs.
@@ -402,7 +404,7 @@ func (w *worker) read(ctx context.Context, in input, out chan<- batch) {
 	}
 	r := in.r
 	if r == nil {
-		f, err := os.Open(in.name)
+		f, err := sysread.Open(in.name)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				// Rotated away between listing and reading.

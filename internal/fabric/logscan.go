@@ -94,7 +94,7 @@ type openLog struct {
 }
 
 func openLogFile(path string) (*openLog, error) {
-	f, err := os.Open(path)
+	f, err := sysread.Open(path)
 	if err != nil {
 		return nil, err
 	}

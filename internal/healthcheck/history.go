@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/events"
 	"github.com/gpuhc/gpuhc/internal/metrics"
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // maxGap is the most operating time one gap between two runs may count.
@@ -61,12 +61,12 @@ var errHistoryCorrupt = errors.New("corrupt history file")
 // loadHistory reads the history; a missing file is a first run.
 func loadHistory(path string) (history, error) {
 	var h history
-	b, err := os.ReadFile(path)
+	b, err := sysread.Regular(path, 16<<20)
 	if errors.Is(err, fs.ErrNotExist) {
 		return h, nil
 	}
 	if err != nil {
-		return h, fmt.Errorf("read %s: %w", path, err)
+		return h, err
 	}
 	if err := json.Unmarshal(b, &h); err != nil {
 		return history{}, fmt.Errorf("%w %s: %v", errHistoryCorrupt, path, err)

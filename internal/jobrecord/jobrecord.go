@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/atomicfile"
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // Record is what the prolog saw as a job started.
@@ -115,12 +116,12 @@ func (s Store) Load(jobID string) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	f, err := os.Open(p)
+	f, err := sysread.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Record{}, ErrNoRecord
 	}
 	if err != nil {
-		return Record{}, fmt.Errorf("read %s: %w", p, err)
+		return Record{}, err
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxRecord+1))

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // ErrHeld means another process holds the lock.
@@ -49,9 +51,9 @@ func Try(path string) (*Lock, error) {
 
 // Holder reads the pid and start time the current holder wrote.
 func Holder(path string) (pid int, since time.Time, err error) {
-	b, err := os.ReadFile(path)
+	b, err := sysread.Regular(path, 4<<10)
 	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("read lock %s: %w", path, err)
+		return 0, time.Time{}, fmt.Errorf("lock holder: %w", err)
 	}
 	f := strings.Fields(string(b))
 	if len(f) != 2 {

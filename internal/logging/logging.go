@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // New returns a logger writing text to stderr and, when cfg.File is set,
@@ -31,9 +32,9 @@ func New(cfg config.Log, stderr io.Writer) (*logrus.Logger, io.Closer, error) {
 	if err := os.MkdirAll(filepath.Dir(cfg.File), 0o750); err != nil {
 		return nil, nil, fmt.Errorf("create log directory: %w", err)
 	}
-	f, err := os.OpenFile(cfg.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	f, err := sysread.OpenFile(cfg.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open log file: %w", err)
+		return nil, nil, fmt.Errorf("log file: %w", err)
 	}
 	log.AddHook(&jsonHook{w: f, f: &logrus.JSONFormatter{}, levels: levelsUpTo(lvl)})
 	return log, f, nil

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gpuhc/gpuhc/internal/config"
 )
@@ -38,5 +40,26 @@ func TestTextAndJSON(t *testing.T) {
 func TestBadLevel(t *testing.T) {
 	if _, _, err := New(config.Log{Level: "loud"}, &bytes.Buffer{}); err == nil {
 		t.Error("bad level accepted")
+	}
+}
+
+// A log file that is a FIFO nobody reads used to block the open, and the
+// run with it; a FIFO with a reader, or a device, is not a log either.
+func TestLogFileThatIsNotAFileIsRefusedAtOnce(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "gpuhc.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, "/dev/null"} {
+		done := make(chan error, 1)
+		go func() { _, _, err := New(config.Log{Level: "info", File: p}, &bytes.Buffer{}); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), p) {
+				t.Errorf("%s: %v; want an error naming it", p, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: New blocked", p)
+		}
 	}
 }

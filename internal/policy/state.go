@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/atomicfile"
 	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // State is what the policy remembers between runs, kept in the state
@@ -82,6 +82,9 @@ func NewStore(dir, node string) Store {
 	return Store{Path: filepath.Join(dir, "policy."+node+".json")}
 }
 
+// maxStateFile caps the policy state: a few hundred bytes when sound.
+const maxStateFile = 1 << 20
+
 // ErrCorrupt marks a state file that could not be parsed. The caller starts
 // afresh: a broken file must not stop health checking, and forgetting a
 // drain only means it will not be auto-resumed (the safe direction).
@@ -89,12 +92,12 @@ var ErrCorrupt = errors.New("corrupt state file")
 
 // Load reads the state; a missing file is an empty state.
 func (st Store) Load() (State, error) {
-	b, err := os.ReadFile(st.Path)
+	b, err := sysread.Regular(st.Path, maxStateFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return State{}, nil
 	}
 	if err != nil {
-		return State{}, fmt.Errorf("read %s: %w", st.Path, err)
+		return State{}, err
 	}
 	var s State
 	if err := json.Unmarshal(b, &s); err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -16,6 +15,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/atomicfile"
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/slurm"
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // The storm guard (design.md §8). A bad config push or a hung shared
@@ -166,7 +166,7 @@ func (e Engine) cachedCount(now time.Time) (stormCount, bool) {
 	if e.StormFile == "" || ttl <= 0 {
 		return stormCount{}, false
 	}
-	b, err := os.ReadFile(e.StormFile)
+	b, err := sysread.Regular(e.StormFile, maxStateFile)
 	if err != nil {
 		return stormCount{}, false
 	}

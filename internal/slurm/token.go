@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // maxTokenFile bounds what we read from a token file; a JWT is < 2 KiB.
@@ -18,7 +20,9 @@ const maxTokenFile = 64 << 10
 // root-equivalent (design §3), so the file must be private to root or to
 // us. Errors name the file and its mode but never include the token.
 func readToken(path string) (string, error) {
-	f, err := os.Open(path)
+	// Open refuses a FIFO at once: a blocking open would wait for a
+	// writer, and the drain with it.
+	f, err := sysread.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("token file: %w", err)
 	}

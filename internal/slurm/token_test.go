@@ -1,9 +1,15 @@
 package slurm
 
 import (
+	"errors"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 func TestReadTokenModes(t *testing.T) {
@@ -108,5 +114,27 @@ func TestReadTokenNotRegular(t *testing.T) {
 	}
 	if _, err := readToken(dir + "/missing"); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// A token file that is a FIFO used to block open(2) until the watchdog:
+// no drain, even with scontrol to fall back on. It is refused at once,
+// as /dev/zero (endless) is.
+func TestReadTokenFIFOAndDeviceRefusedAtOnce(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "slurmrestd.token")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, "/dev/zero"} {
+		done := make(chan error, 1)
+		go func() { _, err := readToken(p); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, sysread.ErrNotRegular) || !strings.Contains(err.Error(), p) {
+				t.Errorf("%s: %v; want a not-a-regular-file error naming it", p, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: readToken blocked", p)
+		}
 	}
 }

@@ -8,14 +8,18 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/gpuhc/gpuhc/internal/atomicfile"
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // ErrCorrupt marks a record that could not be parsed; callers start afresh.
 var ErrCorrupt = errors.New("corrupt state record")
+
+// maxRecord caps one record: a few KB when sound (counters per port and
+// GPU); a record past this is refused rather than read.
+const maxRecord = 16 << 20
 
 // Dir is a state directory. A ReadOnly Dir (a dry run) loads but never
 // saves, so a dry run leaves every counter and cursor where it was.
@@ -27,12 +31,12 @@ type Dir struct {
 // Load reads name into v; a missing record leaves v untouched.
 func (d Dir) Load(name string, v any) error {
 	p := filepath.Join(d.Path, name)
-	b, err := os.ReadFile(p)
+	b, err := sysread.Regular(p, maxRecord)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("read %s: %w", p, err)
+		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("%w %s: %v", ErrCorrupt, p, err)

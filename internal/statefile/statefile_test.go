@@ -4,7 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 func TestLoadSave(t *testing.T) {
@@ -29,5 +33,23 @@ func TestLoadSave(t *testing.T) {
 	os.WriteFile(filepath.Join(d.Path, "x.json"), []byte("{"), 0o600)
 	if err := d.Load("x.json", &v); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("corrupt: %v", err)
+	}
+}
+
+// A record that is not a regular file is an error at once, never a hang.
+func TestLoadFIFOIsAnError(t *testing.T) {
+	d := Dir{Path: t.TempDir()}
+	if err := syscall.Mkfifo(filepath.Join(d.Path, "gpu-xid.json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { var v map[string]any; done <- d.Load("gpu-xid.json", &v) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, sysread.ErrNotRegular) {
+			t.Errorf("got %v, want ErrNotRegular", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Load blocked on a FIFO")
 	}
 }

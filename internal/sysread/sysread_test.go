@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func write(t *testing.T, content string) string {
@@ -183,5 +185,42 @@ func TestCut(t *testing.T) {
 		if got := Cut(tc.in, tc.max); got != tc.want {
 			t.Errorf("Cut(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
 		}
+	}
+}
+
+// What is not a regular file is refused at once, never read: a FIFO
+// nobody writes would block open(2) or read(2) forever, /dev/zero never
+// ends. A link to a regular file is read (sysfs is made of links).
+func TestRegularRefusesWhatIsNotARegularFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(write(t, "0x10de\n"), link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path, want string
+	}{
+		{fifo, "not a regular file (a named pipe)"},
+		{dir, "not a regular file (a directory)"},
+		{"/dev/zero", "not a regular file (a character device)"},
+		{"/dev/null", "not a regular file (a character device)"},
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := Regular(tc.path, MaxAttr); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrNotRegular) || err.Error() != "read "+tc.path+": "+tc.want {
+				t.Errorf("%s: %v; want %q", tc.path, err, tc.want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: Regular blocked", tc.path)
+		}
+	}
+	if b, err := Regular(link, MaxAttr); err != nil || string(b) != "0x10de\n" {
+		t.Errorf("link to a regular file: %q, %v", b, err)
 	}
 }
