@@ -224,7 +224,11 @@ func (e Engine) drain(ctx context.Context, named check.Result, reason string, st
 			// lost state file, or a drain whose answer was lost. Adopt it
 			// so it is resumed once healthy, and count it against the
 			// storm limit, which nobody did when it was made.
+			// Its drain event is recorded now, as the drain it is: the
+			// statistics take a second drain event before a resume as the
+			// same period, so a lost state file costs nothing there.
 			st.Drained = &Drain{Reason: n.Reason, At: now, By: e.by(), Uncounted: true}
+			run.Events = append(run.Events, e.drainEvent(now, named, reason))
 		default:
 			// A gpuhc reason we did not set (gpuhc-drain by an admin, or a
 			// re-reasoned drain): someone else's to resume.
@@ -277,9 +281,7 @@ func (e Engine) drain(ctx context.Context, named check.Result, reason string, st
 	drainedAt := e.now()
 	st.Drained = &Drain{Reason: reason, At: now, By: e.by()}
 	st.Foreign, st.Suppressed = "", ""
-	ev := e.event(now, events.KindDrain, reason, e.Ctl.Backend())
-	ev.Check, ev.Component, ev.Serial, ev.Action = named.Check, named.Component, named.IDs.Serial, string(named.Action)
-	run.Events = append(run.Events, ev)
+	run.Events = append(run.Events, e.drainEvent(now, named, reason))
 	if e.stormOn() {
 		st.Drained.Uncounted = true
 		if out, gaveBack := e.recountDrain(ctx, st, run, reason, drainedAt, now); gaveBack {
@@ -287,6 +289,13 @@ func (e Engine) drain(ctx context.Context, named check.Result, reason string, st
 		}
 	}
 	return Outcome{Drained, reason}, nil
+}
+
+// drainEvent records a drain for named with reason.
+func (e Engine) drainEvent(now time.Time, named check.Result, reason string) events.Event {
+	ev := e.event(now, events.KindDrain, reason, e.Ctl.Backend())
+	ev.Check, ev.Component, ev.Serial, ev.Action = named.Check, named.Component, named.IDs.Serial, string(named.Action)
+	return ev
 }
 
 // drainLanded reports whether a drain whose call failed took effect all

@@ -266,8 +266,8 @@ classify() {
 		k=$(kinds_of "$n")
 		case $o in
 		"policy: drained: $REASON ["* | "policy: already-drained: $REASON ["*)
-			# A lost drain (round 1) is adopted without an event of its own.
-			[[ $k == drain || $k == *,drain || ($k == "" && -n ${LOST1[$n]:-}) ]] && kept+=("$n") || other+=("$n: $o / $k") ;;
+			# A drain lost in round 1 is adopted in round 2, with its event.
+			[[ $k == drain || $k == *,drain ]] && kept+=("$n") || other+=("$n: $o / $k") ;;
 		"policy: drain-suppressed: "*)
 			case $k in
 			drain-suppressed) suppressed+=("$n") ;;
@@ -300,7 +300,7 @@ monitor_verdicts() {
 		eval '[ "$sinfo_bad" -eq 0 ] && awk -v m="$sinfo_max" -v l="$SINFO_MAX" "BEGIN {exit !(m < l)}"'
 }
 
-declare -A STORM_S LOST1
+declare -A STORM_S
 round 1
 classify 1
 all_drained=$(gpuhc_drains)
@@ -313,7 +313,6 @@ WHY="drained: ${drained[*]}; uncounted: ${uncount[*]}; lost: ${lost[*]}; sinfo -
 expect "load ($BL), round 1: at most the limit ($LIMIT) drained, beyond ${#uncount[@]} drains marked uncounted and ${#lost[@]} whose answer was lost, all with the XID reason" \
 	eval '[ "${#drained[@]}" -le $((LIMIT + ${#uncount[@]} + ${#lost[@]})) ] && [ "$all_drained" -eq "${#drained[@]}" ]'
 monitor_verdicts 1
-for n in "${lost[@]}"; do LOST1[$n]=1; done
 R1=("${#drained[@]}" "${#suppressed[@]}" "${#gaveback[@]}" "${#unreached[@]}" "$((${#uncount[@]} + ${#lost[@]}))")
 
 round 2
