@@ -688,23 +688,7 @@ func TestStormUncountedDrainCountedNextRun(t *testing.T) {
 			e := engine(f)
 			e.Policy.MaxDrainedFraction, e.Policy.MaxDrainedNodes = 0, 2
 			// The pre-drain count succeeds; the recount fails.
-			lists := 0
-			f.listHook = func(nodes []slurm.Node) []slurm.Node {
-				lists++
-				if lists == 1 {
-					return nodes // the pre-drain count: room
-				}
-				for i := range nodes {
-					if nodes[i].Name == "gpu001" {
-						nodes[i].ReasonTime = t0
-					}
-				}
-				for i := range tc.before {
-					nodes = append(nodes, slurm.Node{Name: fmt.Sprintf("gpu1%02d", i), State: []string{"IDLE", "DRAIN"},
-						Reason: "gpuhc: host.cpu: host: x", ReasonTime: early})
-				}
-				return nodes
-			}
+			f.listHook = roomThenDrained(tc.before, early)
 			first := e
 			first.Ctl = &failSecondList{fakeSlurm: f}
 			run, err := first.Apply(context.Background(), failing, State{})
@@ -770,23 +754,7 @@ func TestDrainCallFailedButLanded(t *testing.T) {
 			f := &fakeSlurm{node: idle(), drainErr: timeout, drainLands: tc.lands}
 			e := engine(f)
 			e.Policy.MaxDrainedFraction, e.Policy.MaxDrainedNodes = 0, 2
-			lists := 0
-			f.listHook = func(nodes []slurm.Node) []slurm.Node {
-				lists++
-				if lists == 1 {
-					return nodes // the pre-drain count: room
-				}
-				for i := range nodes {
-					if nodes[i].Name == "gpu001" {
-						nodes[i].ReasonTime = t0
-					}
-				}
-				for i := range tc.others {
-					nodes = append(nodes, slurm.Node{Name: fmt.Sprintf("gpu1%02d", i), State: []string{"IDLE", "DRAIN"},
-						Reason: "gpuhc: host.cpu: host: x", ReasonTime: t0.Add(-time.Minute)})
-				}
-				return nodes
-			}
+			f.listHook = roomThenDrained(tc.others, t0.Add(-time.Minute))
 			run, err := e.Apply(context.Background(), failing, State{})
 			if tc.wantErr {
 				if err == nil || !strings.Contains(err.Error(), "context deadline exceeded") {
@@ -804,5 +772,28 @@ func TestDrainCallFailedButLanded(t *testing.T) {
 				t.Errorf("node drained %v", f.node.Drained())
 			}
 		})
+	}
+}
+
+// roomThenDrained is a list hook: the first list (the pre-drain count) as
+// it is, with room; every later one with gpu001's drain at t0 and n other
+// gpuhc drains made at at.
+func roomThenDrained(n int, at time.Time) func([]slurm.Node) []slurm.Node {
+	lists := 0
+	return func(nodes []slurm.Node) []slurm.Node {
+		lists++
+		if lists == 1 {
+			return nodes
+		}
+		for i := range nodes {
+			if nodes[i].Name == "gpu001" {
+				nodes[i].ReasonTime = t0
+			}
+		}
+		for i := range n {
+			nodes = append(nodes, slurm.Node{Name: fmt.Sprintf("gpu1%02d", i), State: []string{"IDLE", "DRAIN"},
+				Reason: "gpuhc: host.cpu: host: x", ReasonTime: at})
+		}
+		return nodes
 	}
 }
