@@ -51,6 +51,7 @@ bench: build
 	$(GO) run ./test/bench -bin $(BIN)/gpuhc-healthcheck -runs 30 -dry-run=false -simulate dgxh100
 	$(GO) run ./test/bench -kmsg -runs 50
 	$(GO) run ./test/bench -bin $(BIN)/gpuhc-healthcheck -runs 30 -ib
+	$(GO) run ./test/bench -bin $(BIN)/gpuhc-healthcheck -runs 3 -config
 	$(GO) run ./test/bench/stats -nodes 10000 -days 365 -bin $(BIN)/gpuhc-drain
 
 # DEB and RPM in dist/ (packaging/build.sh: root, debootstrap, binutils; the

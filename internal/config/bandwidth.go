@@ -172,9 +172,9 @@ func ParseHCAPair(s string) (server, client string, err error) {
 	}
 	switch {
 	case !ok || !valid(server) || !valid(client):
-		return "", "", fmt.Errorf("%q: want two HCA names such as \"mlx5_0:mlx5_1\"", s)
+		return "", "", errorf("%q: want two HCA names such as \"mlx5_0:mlx5_1\"", s)
 	case server == client:
-		return "", "", fmt.Errorf("%q: a pair needs two different HCAs", s)
+		return "", "", errorf("%q: a pair needs two different HCAs", s)
 	}
 	return server, client, nil
 }

@@ -79,9 +79,9 @@ func CheckFit(c Config, limit time.Duration) error {
 	d := c.Deadline.Duration
 	if b, clamped := Fit(limit, d); clamped != "" && d != Default().Deadline.Duration {
 		if limit-DrainRoom-Margin < time.Second {
-			return fmt.Errorf("deadline: %s > %s, half of HealthCheckTimeout %s (too short for %s for the drain + %s margin)", d, b.Deadline, limit, DrainRoom, Margin)
+			return errorf("deadline: %s > %s, half of HealthCheckTimeout %s (too short for %s for the drain + %s margin)", d, b.Deadline, limit, DrainRoom, Margin)
 		}
-		return fmt.Errorf("deadline: %s", FitError(limit, d))
+		return errorf("deadline: %s", FitError(limit, d))
 	}
 	return nil
 }

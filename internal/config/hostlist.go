@@ -51,7 +51,7 @@ func ParseHostList(expr string) (HostList, error) {
 	for _, e := range elems {
 		p, err := parsePattern(e)
 		if err != nil {
-			return HostList{}, fmt.Errorf("%q: %w", e, err)
+			return HostList{}, errorf("%q: %w", e, err)
 		}
 		h.pats = append(h.pats, p)
 	}
@@ -73,7 +73,7 @@ func (h HostList) Match(node string) bool {
 // more than limit names.
 func ExpandHostList(expr string, limit int) ([]string, error) {
 	if limit < 1 {
-		return nil, fmt.Errorf("expansion limit %d: want at least 1", limit)
+		return nil, errorf("expansion limit %d: want at least 1", limit)
 	}
 	h, err := ParseHostList(expr)
 	if err != nil {
@@ -82,11 +82,11 @@ func ExpandHostList(expr string, limit int) ([]string, error) {
 	total := uint64(0)
 	for _, p := range h.pats {
 		if p.glob != "" {
-			return nil, fmt.Errorf("%q: a glob cannot be expanded", p.glob)
+			return nil, errorf("%q: a glob cannot be expanded", p.glob)
 		}
 		total += p.count(uint64(limit) + 1)
 		if total > uint64(limit) {
-			return nil, fmt.Errorf("%q names more than %d hosts", expr, limit)
+			return nil, errorf("%q names more than %d hosts", expr, limit)
 		}
 	}
 	var out []string
@@ -120,7 +120,7 @@ func splitHostList(expr string) ([]string, error) {
 	for i, e := range out {
 		out[i] = strings.TrimSpace(e)
 		if out[i] == "" {
-			return nil, fmt.Errorf("host list %q has an empty element", expr)
+			return nil, errorf("host list %q has an empty element", expr)
 		}
 	}
 	return out, nil
@@ -136,7 +136,7 @@ func parsePattern(e string) (hostPattern, error) {
 			return hostPattern{}, errors.New("mixes a glob (*, ?) with a hostlist range ([...]); write them as separate elements")
 		}
 		if _, err := path.Match(e, ""); err != nil {
-			return hostPattern{}, fmt.Errorf("bad glob: %w", err)
+			return hostPattern{}, errorf("bad glob: %w", err)
 		}
 		return hostPattern{glob: e}, nil
 	}
@@ -195,19 +195,19 @@ func parseRange(part string) (numRange, error) {
 	}
 	lo, err := parseNum(loS)
 	if err != nil {
-		return numRange{}, fmt.Errorf("range %q: %w", part, err)
+		return numRange{}, errorf("range %q: %w", part, err)
 	}
 	hi, err := parseNum(hiS)
 	if err != nil {
-		return numRange{}, fmt.Errorf("range %q: %w", part, err)
+		return numRange{}, errorf("range %q: %w", part, err)
 	}
 	if hi < lo {
-		return numRange{}, fmt.Errorf("range %q runs backwards", part)
+		return numRange{}, errorf("range %q runs backwards", part)
 	}
 	// Slurm takes the width from the low end; a differently padded high
 	// end ("1-016") is ambiguous, so refuse it rather than guess.
 	if len(hiS) > 1 && hiS[0] == '0' && len(hiS) != len(loS) {
-		return numRange{}, fmt.Errorf("range %q: both ends must have the same zero padding", part)
+		return numRange{}, errorf("range %q: both ends must have the same zero padding", part)
 	}
 	return numRange{lo: lo, hi: hi, width: len(loS)}, nil
 }
@@ -217,11 +217,11 @@ func parseNum(s string) (uint64, error) {
 		return 0, errors.New("missing number")
 	}
 	if len(s) > maxDigits {
-		return 0, fmt.Errorf("%q has more than %d digits", s, maxDigits)
+		return 0, errorf("%q has more than %d digits", s, maxDigits)
 	}
 	for _, c := range s {
 		if c < '0' || c > '9' {
-			return 0, fmt.Errorf("%q is not a number", s)
+			return 0, errorf("%q is not a number", s)
 		}
 	}
 	return strconv.ParseUint(s, 10, 64)

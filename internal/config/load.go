@@ -28,7 +28,7 @@ const MaxFile = 4 << 20
 func Load(path, node string) (Config, error) {
 	data, err := sysread.Regular(path, MaxFile)
 	if err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
+		return Config{}, errorf("config: %w", err)
 	}
 	return Parse(path, data, node)
 }
@@ -42,7 +42,7 @@ func LoadOrDefault(path, node string, explicit bool) (Config, error) {
 	}
 	l := &loader{node: node}
 	c = l.check(Default(), nil)
-	if err := l.errs.errOrNil(); err != nil {
+	if err := l.err(); err != nil {
 		return Config{}, err
 	}
 	return c, nil
@@ -52,7 +52,7 @@ func LoadOrDefault(path, node string, explicit bool) (Config, error) {
 func Parse(file string, data []byte, node string) (Config, error) {
 	l := &loader{file: file, node: node}
 	c := l.parse(string(data))
-	if err := l.errs.errOrNil(); err != nil {
+	if err := l.err(); err != nil {
 		return Config{}, err
 	}
 	return c, nil
@@ -60,24 +60,36 @@ func Parse(file string, data []byte, node string) (Config, error) {
 
 // loader carries one load's inputs and the problems found so far.
 type loader struct {
-	file  string
-	node  string
-	keys  []keyPos       // every key occurrence, in file order
-	lines map[string]int // instance path → line
-	errs  ErrorList
+	file    string
+	node    string
+	lines   map[string]int   // instance path → line
+	keyAt   map[string][]int // key → the line of each occurrence
+	arrays  map[string]bool  // instance paths of arrays some key sits in
+	errs    ErrorList
+	dropped int // problems past maxErrors, counted only
 }
 
 func (l *loader) parse(src string) Config {
+	keys, err := scanKeys(src)
+	var se *shapeError
+	if errors.As(err, &se) {
+		l.add(se.line, "", "%s (a gpuhc config needs far less; refused before parsing)", se.msg)
+		return Config{}
+	}
 	var raw map[string]any
 	md, err := toml.Decode(src, &raw)
 	if err != nil {
-		l.errs = append(l.errs, l.tomlError(err))
+		l.addErr(err)
 		return Config{}
 	}
-	l.index(scanKeys(src))
+	l.index(keys)
+	hosts, _ := tableArray(raw["host"])
+	if len(hosts) > MaxHosts {
+		l.add(0, "host", "%d [[host]] sections: at most %d (one section's match can name many hosts, e.g. \"gpu[001-512]\")", len(hosts), MaxHosts)
+		return Config{}
+	}
 	l.unknownKeys(md.Keys())
 	l.typeCheck(raw, reflect.TypeFor[fileSchema](), nil, "")
-	hosts, _ := tableArray(raw["host"])
 	lists := l.hostLists(hosts)
 	if len(l.errs) > 0 {
 		return Config{}
@@ -85,12 +97,21 @@ func (l *loader) parse(src string) Config {
 	return l.apply(src, hosts, lists)
 }
 
+// index builds the lookups that error reporting needs, once, so that
+// reporting stays linear however many problems a file has.
 func (l *loader) index(keys []keyPos) {
-	l.keys = keys
 	l.lines = make(map[string]int, len(keys))
+	l.keyAt = make(map[string][]int, len(keys))
+	l.arrays = map[string]bool{}
 	for _, k := range keys {
 		if _, ok := l.lines[k.inst]; !ok {
 			l.lines[k.inst] = k.line
+		}
+		l.keyAt[k.key] = append(l.keyAt[k.key], k.line)
+		for i := range len(k.inst) {
+			if k.inst[i] == '[' {
+				l.arrays[k.inst[:i]] = true
+			}
 		}
 	}
 }
@@ -103,7 +124,7 @@ func (l *loader) apply(src string, hosts []map[string]any, lists []HostList) Con
 	doc := fileDoc{Config: Default()}
 	md, err := toml.Decode(src, &doc)
 	if err != nil {
-		l.errs = append(l.errs, l.tomlError(err))
+		l.addErr(err)
 		return Config{}
 	}
 	base, cur := doc.Config, doc.Config
@@ -136,7 +157,7 @@ func (l *loader) decodeHost(md *toml.MetaData, prim toml.Primitive, onto Config,
 	hs := hostSection{Config: onto}
 	dropSetSlices(reflect.ValueOf(&hs).Elem(), raw)
 	if err := md.PrimitiveDecode(prim, &hs); err != nil {
-		l.errs = append(l.errs, l.tomlError(err))
+		l.addErr(err)
 		return hs, false
 	}
 	return hs, true
@@ -196,15 +217,12 @@ func (l *loader) reportUnknown(keys []toml.Key, unknown map[string]bool) {
 			continue
 		}
 		done[s] = true
-		found := false
-		for _, p := range l.keys {
-			if p.key == s {
-				l.add(p.line, s, "unknown key %q", s)
-				found = true
-			}
+		lines := l.keyAt[s]
+		if len(lines) == 0 {
+			lines = []int{0}
 		}
-		if !found {
-			l.add(0, s, "unknown key %q", s)
+		for _, n := range lines {
+			l.add(n, s, "unknown key %q", s)
 		}
 	}
 }
@@ -218,8 +236,40 @@ func underUnknown(k toml.Key, unknown map[string]bool) bool {
 	return false
 }
 
+// add records a problem. Past maxErrors (kept twice over, since repeats
+// are dropped later) they are only counted: a file with 100,000 unknown
+// keys gets a short error, not a megabyte in slurmd's log.
+// err is every problem found, sorted, the first maxErrors of them listed
+// and the rest counted.
+func (l *loader) err() error {
+	if len(l.errs) == 0 {
+		return nil
+	}
+	list := l.errs.sorted()
+	more := l.dropped
+	if len(list) > maxErrors {
+		more += len(list) - maxErrors
+		list = list[:maxErrors]
+	}
+	if more > 0 {
+		list = append(list, &Error{File: l.file, Msg: fmt.Sprintf("… and %d more problems not listed", more)})
+	}
+	return list
+}
+
 func (l *loader) add(line int, key, format string, args ...any) {
-	l.errs = append(l.errs, &Error{File: l.file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
+	if len(l.errs) >= 2*maxErrors {
+		l.dropped++
+		return
+	}
+	msg := capMsg(fmt.Sprintf(format, capArgs(args)...))
+	l.errs = append(l.errs, &Error{File: l.file, Line: line, Key: cutRunes(key, MaxKeyLen), Msg: msg})
+}
+
+// addErr records a decoder error, capped like every other problem.
+func (l *loader) addErr(err error) {
+	e := l.tomlError(err)
+	l.add(e.Line, e.Key, "%s", e.Msg)
 }
 
 // addAt reports a problem at the line of an instance path.
@@ -265,10 +315,11 @@ func (l *loader) sourceLine(path string, hosts []int) int {
 // arrayOwner narrows sources to the first one that sets the array arr.
 func (l *loader) arrayOwner(arr string, sources []string) []string {
 	for _, src := range sources {
-		for _, k := range l.keys {
-			if k.inst == src+arr || strings.HasPrefix(k.inst, src+arr+"[") {
-				return []string{src}
-			}
+		if l.arrays[src+arr] {
+			return []string{src}
+		}
+		if _, ok := l.lines[src+arr]; ok {
+			return []string{src}
 		}
 	}
 	return sources

@@ -29,12 +29,18 @@ type keyScanner struct {
 	inst    string         // its instance path
 	entries map[string]int // [[array]] entries seen so far, by instance path
 	out     []keyPos
+	depth   int   // arrays and inline tables open around the scanner
+	values  int   // values seen so far
+	err     error // the first shape limit broken; scanning stops there
 }
 
-// scanKeys lists every key, table header and inline-table key in src.
-func scanKeys(src string) []keyPos {
+// scanKeys lists every key, table header and inline-table key in src. It
+// also enforces the shape limits (limits.go), and stops at the first one
+// broken: every step it takes is bounded by them, so the scan is linear in
+// the size of src.
+func scanKeys(src string) ([]keyPos, error) {
 	s := &keyScanner{src: strings.TrimPrefix(src, "\ufeff"), line: 1, entries: map[string]int{}}
-	for s.skipSpace(true); s.i < len(s.src); s.skipSpace(true) {
+	for s.skipSpace(true); s.i < len(s.src) && s.err == nil; s.skipSpace(true) {
 		start := s.i
 		switch {
 		case s.has("[["):
@@ -48,7 +54,7 @@ func scanKeys(src string) []keyPos {
 			s.advance()
 		}
 	}
-	return s.out
+	return s.out, s.err
 }
 
 func (s *keyScanner) has(p string) bool { return strings.HasPrefix(s.src[s.i:], p) }
@@ -125,7 +131,24 @@ func join(base string, parts ...string) string {
 }
 
 func (s *keyScanner) record(parts []string, inst string, line int) {
-	s.out = append(s.out, keyPos{key: toml.Key(parts).String(), inst: inst, line: line})
+	key := toml.Key(parts).String()
+	switch {
+	case len(parts) > MaxKeyParts:
+		s.fail(line, "a key of %d parts (%.40s…): at most %d", len(parts), key, MaxKeyParts)
+	case len(key) > MaxKeyLen:
+		s.fail(line, "a key of %d bytes (%.40s…): at most %d", len(key), key, MaxKeyLen)
+	case len(s.out) == MaxKeys:
+		s.fail(line, "more than %d keys", MaxKeys)
+	default:
+		s.out = append(s.out, keyPos{key: key, inst: inst, line: line})
+	}
+}
+
+func (s *keyScanner) fail(line int, format string, args ...any) {
+	if s.err == nil {
+		s.err = &shapeError{line: line, msg: fmt.Sprintf(format, args...)}
+	}
+	s.i = len(s.src)
 }
 
 // keyValue reads "a.b = value" inside the table whose key and instance
@@ -139,8 +162,15 @@ func (s *keyScanner) keyValue(table toml.Key, inst string) {
 	}
 	s.i++
 	full := append(slices.Clone(table), parts...)
+	if len(full) > MaxKeyParts {
+		s.fail(line, "a key of %d parts (%.40s…): at most %d", len(full), full.String(), MaxKeyParts)
+		return
+	}
 	fullInst := join(inst, parts...)
 	s.record(full, fullInst, line)
+	if s.err != nil {
+		return
+	}
 	s.skipSpace(false)
 	s.value(full, fullInst)
 }
@@ -154,7 +184,14 @@ func (s *keyScanner) key() []string {
 		if !ok {
 			return parts
 		}
-		parts = append(parts, p)
+		if len(p) > MaxKeyLen {
+			s.fail(s.line, "a key part of %d bytes (%.40s…): at most %d", len(p), p, MaxKeyLen)
+			return nil
+		}
+		if parts = append(parts, p); len(parts) > MaxKeyParts {
+			s.fail(s.line, "a key of more than %d parts (%.40s…)", MaxKeyParts, toml.Key(parts).String())
+			return nil
+		}
 		s.skipSpace(false)
 		if !s.has(".") {
 			return parts
@@ -204,6 +241,10 @@ func (s *keyScanner) skipString(q byte, escapes bool) {
 
 // value skips a value, recording the keys of any inline tables in it.
 func (s *keyScanner) value(key toml.Key, inst string) {
+	if s.values++; s.values > MaxValues {
+		s.fail(s.line, "more than %d values", MaxValues)
+		return
+	}
 	switch {
 	case s.has(`"""`):
 		s.skipMultiline(`"""`, true)
@@ -248,15 +289,23 @@ func (s *keyScanner) skipMultiline(delim string, escapes bool) {
 
 // array skips [v, v, ...]; inline tables in it get an [n] instance index.
 func (s *keyScanner) array(key toml.Key, inst string) {
+	if !s.enter() {
+		return
+	}
+	defer s.leave()
 	s.i++
-	for n := 0; ; {
+	for n := 0; s.err == nil; {
 		s.skipSpace(true)
 		if s.i >= len(s.src) || s.has("]") {
 			s.i = min(s.i+1, len(s.src))
 			return
 		}
 		start := s.i
-		s.value(key, fmt.Sprintf("%s[%d]", inst, n))
+		elem := "" // a scalar needs no instance path; building one per element would cost O(len(inst)) each
+		if s.has("{") || s.has("[") {
+			elem = fmt.Sprintf("%s[%d]", inst, n)
+		}
+		s.value(key, elem)
 		s.skipSpace(true)
 		if s.has(",") {
 			s.i++
@@ -269,8 +318,12 @@ func (s *keyScanner) array(key toml.Key, inst string) {
 
 // inline skips {k = v, ...}, recording each key.
 func (s *keyScanner) inline(key toml.Key, inst string) {
+	if !s.enter() {
+		return
+	}
+	defer s.leave()
 	s.i++
-	for {
+	for s.err == nil {
 		s.skipSpace(true)
 		switch {
 		case s.i >= len(s.src):
@@ -289,3 +342,14 @@ func (s *keyScanner) inline(key toml.Key, inst string) {
 		}
 	}
 }
+
+// enter opens an array or inline table, within MaxDepth.
+func (s *keyScanner) enter() bool {
+	if s.depth++; s.depth > MaxDepth {
+		s.fail(s.line, "arrays and inline tables nested more than %d deep", MaxDepth)
+		return false
+	}
+	return true
+}
+
+func (s *keyScanner) leave() { s.depth-- }

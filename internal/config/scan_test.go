@@ -48,7 +48,11 @@ func TestScanKeys(t *testing.T) {
 		t.Fatalf("test document is not valid TOML: %v", err)
 	}
 	got := map[string]string{}
-	for _, k := range scanKeys(src) {
+	keys, err := scanKeys(src)
+	if err != nil {
+		t.Fatalf("scanKeys: %v", err)
+	}
+	for _, k := range keys {
 		got[k.inst] = fmt.Sprintf("%s@%d", k.key, k.line)
 	}
 	want := map[string]string{

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -23,11 +22,11 @@ func ParseSize(s string) (uint64, error) {
 	}
 	mult, ok := sizeUnits[unit]
 	if !ok || num == "" {
-		return 0, fmt.Errorf("bad size %q: want a number with an optional unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", s)
+		return 0, errorf("bad size %q: want a number with an optional unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", s)
 	}
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || v < 0 {
-		return 0, fmt.Errorf("bad size %q: %q is not a non-negative number", s, num)
+		return 0, errorf("bad size %q: %q is not a non-negative number", s, num)
 	}
 	return uint64(v * float64(mult)), nil
 }
@@ -49,7 +48,7 @@ func ParseFloor(s string) (Floor, error) {
 	if p, ok := strings.CutSuffix(t, "%"); ok {
 		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
 		if err != nil || v < 0 || v > 100 {
-			return Floor{}, fmt.Errorf("bad percentage %q: want 0%% to 100%%", s)
+			return Floor{}, errorf("bad percentage %q: want 0%% to 100%%", s)
 		}
 		return Floor{Percent: v, IsPercent: true}, nil
 	}

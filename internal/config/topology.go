@@ -51,17 +51,17 @@ func ParsePair(s string) (gpu, hca string, err error) {
 	m := pciAddr.FindStringSubmatch(addr)
 	switch {
 	case !ok:
-		return "", "", fmt.Errorf("%q: want \"<GPU PCI address>=<HCA>\", e.g. \"0000:18:00.0=mlx5_0\"", s)
+		return "", "", errorf("%q: want \"<GPU PCI address>=<HCA>\", e.g. \"0000:18:00.0=mlx5_0\"", s)
 	case m == nil:
-		return "", "", fmt.Errorf("%q: %q is not a PCI address such as 0000:18:00.0", s, addr)
+		return "", "", errorf("%q: %q is not a PCI address such as 0000:18:00.0", s, addr)
 	case name == "" || strings.ContainsAny(name, "/= \t\n*?["):
-		return "", "", fmt.Errorf("%q: %q is not an HCA name such as mlx5_0", s, name)
+		return "", "", errorf("%q: %q is not an HCA name such as mlx5_0", s, name)
 	}
 	// The domain is a number: NVML pads it to 8 digits, sysfs to 4, so a
 	// VMD domain is "00010000" to one and "10000" to the other.
 	dom, err := strconv.ParseUint(m[1], 16, 32)
 	if err != nil {
-		return "", "", fmt.Errorf("%q: %q is not a PCI domain: %w", s, m[1], err)
+		return "", "", errorf("%q: %q is not a PCI domain: %w", s, m[1], err)
 	}
 	return fmt.Sprintf("%04x:%s", dom, strings.ToLower(m[2])), name, nil
 }

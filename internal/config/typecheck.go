@@ -75,6 +75,9 @@ func tableArray(v any) ([]map[string]any, bool) {
 // decodeAs asks the real decoder whether v fits a field of type t, so the
 // check can never disagree with the decoding that follows.
 func decodeAs(v any, t reflect.Type) error {
+	if plainFit(v, t) {
+		return nil
+	}
 	var buf bytes.Buffer
 	if err := toml.NewEncoder(&buf).Encode(map[string]any{"v": v}); err != nil {
 		return nil // cannot tell; the real decoding will still complain
@@ -87,6 +90,29 @@ func decodeAs(v any, t reflect.Type) error {
 }
 
 var durationType = reflect.TypeFor[Duration]()
+
+// plainFit answers decodeAs without a round trip through the decoder for
+// the common leaves (a string, an in-range integer, a boolean into a plain
+// field of that kind): the round trip is most of the cost of loading a
+// file with thousands of [[host]] sections. Anything else, a type with its
+// own text decoding above all, still asks the decoder.
+func plainFit(v any, t reflect.Type) bool {
+	if reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return false
+	}
+	switch x := v.(type) {
+	case string:
+		return t.Kind() == reflect.String
+	case bool:
+		return t.Kind() == reflect.Bool
+	case int64:
+		switch t.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			return !reflect.Zero(t).OverflowInt(x)
+		}
+	}
+	return false
+}
 
 func wantName(t reflect.Type) string {
 	if t == durationType {
@@ -124,7 +150,7 @@ func plural(t reflect.Type) string {
 func describe(v any) string {
 	switch x := v.(type) {
 	case string:
-		return fmt.Sprintf("string %q", x)
+		return fmt.Sprintf("string %q", capArgs([]any{x})...)
 	case int64:
 		return fmt.Sprintf("integer %d", x)
 	case float64:

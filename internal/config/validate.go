@@ -36,7 +36,7 @@ type problem struct{ path, msg string }
 type problems []problem
 
 func (ps *problems) add(path, format string, args ...any) {
-	*ps = append(*ps, problem{path, path + ": " + fmt.Sprintf(format, args...)})
+	*ps = append(*ps, problem{path, path + ": " + fmt.Sprintf(format, capArgs(args)...)})
 }
 
 // expandNode replaces %n in the path settings that must differ between

@@ -27,6 +27,7 @@ func main() {
 	simulate := flag.String("simulate", "", "pass --simulate MODEL (every GPU check against NVIDIA's simulated server)")
 	ib := flag.Bool("ib", false, "measure what the IB and topology checks add on a DGX H100 sysfs tree (root)")
 	km := flag.Bool("kmsg", false, "measure what the kernel-log pass and its rules add, over a full 1 MiB ring (in process)")
+	cfg := flag.Bool("config", false, "time --check-config on every hostile config shape (docs/reliability.md)")
 	flag.Parse()
 	run := func() error { return bench(*bin, *runs, *dry, *simulate) }
 	switch {
@@ -34,6 +35,8 @@ func main() {
 		run = func() error { return benchIB(*bin, *runs) }
 	case *km:
 		run = func() error { return benchKmsg(*runs) }
+	case *cfg:
+		run = func() error { return benchConfig(*bin, *runs) }
 	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
