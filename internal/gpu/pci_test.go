@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -78,5 +79,51 @@ func TestNVIDIAOnBusEmpty(t *testing.T) {
 	basePCIDevice(t, root, "pci0000:00", "0000:00:00.0", "0x8086", "0x060000")
 	if got, err := NVIDIAOnBus(root); err != nil || len(got) != 0 {
 		t.Errorf("no NVIDIA: %v %v", got, err)
+	}
+}
+
+// An unreadable vendor or class might hide a GPU: the list is unknown
+// (an error), not one GPU short. A device gone mid-scan is not on it.
+func TestNVIDIAOnBusUnreadable(t *testing.T) {
+	tests := []struct {
+		name, vendor, class string
+		gone                bool
+		want                string // error text; "" for the one GPU that is left
+	}{
+		{name: "garbage class", vendor: "0x10de", class: "\xff\xfe", want: "is not a PCI id"},
+		{name: "garbage vendor", vendor: "vendor?", class: "0x030200", want: "is not a PCI id"},
+		{name: "class is a directory", vendor: "0x10de", class: "", want: "class"},
+		{name: "gone from the bus", vendor: "0x10de", class: "0x030200", gone: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			basePCIDevice(t, root, "pci0000:17/0000:17:01.0", "0000:18:00.0", "0x10de", "0x030200")
+			basePCIDevice(t, root, "pci0000:97/0000:97:01.0", "0000:9a:00.0", tc.vendor, tc.class)
+			dev := filepath.Join(root, "sys/devices/pci0000:97/0000:97:01.0/0000:9a:00.0")
+			switch {
+			case tc.gone: // the bus link stays, the device is gone
+				if err := os.RemoveAll(dev); err != nil {
+					t.Fatal(err)
+				}
+			case tc.class == "":
+				if err := os.Remove(filepath.Join(dev, "class")); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Mkdir(filepath.Join(dev, "class"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := NVIDIAOnBus(root)
+			if tc.want == "" {
+				if err != nil || !reflect.DeepEqual(got, []string{"0000:18:00.0"}) {
+					t.Errorf("got %v, %v; want the GPU that is left", got, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || got != nil {
+				t.Errorf("got %v, %v; want no list and an error saying %q", got, err, tc.want)
+			}
+		})
 	}
 }

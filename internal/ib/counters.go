@@ -125,6 +125,11 @@ func (c *countersCheck) Run(ctx context.Context) []check.Result {
 	}
 	next := countersState{BootID: boot, Ports: map[string]map[string]uint64{}}
 	for _, h := range hcas {
+		if h.PortsErr != nil { // its counters cannot be found: say so, never "no errors"
+			r := result(nameCounters, h.Name, check.Error, "cannot list its ports: %s", errText(h.PortsErr))
+			r.IDs.PCIBusID = h.PCIAddr
+			out = append(out, r)
+		}
 		for _, p := range h.Ports {
 			if ctx.Err() != nil {
 				return append(out, interrupted(ctx, nameCounters))

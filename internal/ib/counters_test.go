@@ -75,6 +75,12 @@ func TestCounters(t *testing.T) {
 			sysfsfix.Set(t, root, counter("mlx5_9", "symbol_error"), "500")
 			sysfsfix.Set(t, root, counter("mlx5_10", "link_downed"), "7")
 		}, map[string]want{"*": {check.OK, "within limits"}}},
+		{"unlistable ports are an error, not 'within limits'", h100Config(), nil, func(t *testing.T, root string) {
+			sysfsfix.UnlistPorts(t, root, "mlx5_4")
+		}, map[string]want{
+			"mlx5_4": {check.Error, "cannot list its ports"},
+			"*":      {check.OK, "within limits"},
+		}},
 		{"a flap warns", h100Config(), nil, func(t *testing.T, root string) {
 			sysfsfix.Set(t, root, counter("mlx5_2", "link_downed"), "1")
 		}, map[string]want{

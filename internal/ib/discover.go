@@ -46,6 +46,10 @@ type HCA struct {
 	// port's, so it is neither counted nor judged.
 	Virtual bool
 	Ports   []Port
+	// PortsErr is why the ports directory could not be listed. Ports is
+	// then empty for want of reading, not because the device has none:
+	// a check must say so (an ERROR), never count it as no ports.
+	PortsErr error
 }
 
 // classDir is where the kernel lists RDMA devices, relative to the root.
@@ -109,13 +113,12 @@ func Scan(ctx context.Context, root string) (Devices, error) {
 		if !validName(name) {
 			continue
 		}
-		var ports []string
-		if live {
+		ports, portsErr := listPorts(filepath.Join(class, name, "ports"))
+		if live && portsErr == nil {
 			ports = rdmamap.GetPorts(name)
-		} else {
-			ports = listPorts(filepath.Join(class, name, "ports"))
 		}
 		h := readHCA(class, name, ports)
+		h.PortsErr = portsErr
 		mgmt, err := isSwitchMgmt(root, h)
 		switch {
 		case err != nil:
@@ -166,18 +169,21 @@ func listDevices(class string) ([]string, error) {
 	return names, nil
 }
 
-// listPorts follows rdmamap.GetPorts: every entry of ports/, and none when
-// it cannot be read.
-func listPorts(dir string) []string {
+// listPorts follows rdmamap.GetPorts: every entry of ports/. Unlike
+// rdmamap, which answers "no ports" to a directory it cannot read, it
+// returns the error: an unreadable value is an ERROR, never a zero. On a
+// live node it is also the check that the directory can be read, before
+// rdmamap lists it.
+func listPorts(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("list ports %s: %w", dir, sysread.Bare(err))
 	}
 	names := make([]string, 0, len(ents))
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	return names
+	return names, nil
 }
 
 func readHCA(class, name string, portNames []string) HCA {

@@ -34,6 +34,13 @@ func Fragment(ctx context.Context, devs *Gather, exclude []string) (string, erro
 	}
 	all := d.HCAs
 	hcas, _ := physical(included(all, exclude))
+	for _, h := range hcas {
+		// Counts printed without its ports would pin a node short of
+		// them as the known-good one.
+		if h.PortsErr != nil {
+			return "", fmt.Errorf("inventory of RDMA devices: %s: cannot list its ports, so the port counts would be too low: %w", h.Name, h.PortsErr)
+		}
+	}
 	var b strings.Builder
 	b.WriteString("# RDMA devices and ports as seen now; ib.port passes with these values.\n")
 	if len(exclude) > 0 {

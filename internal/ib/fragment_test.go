@@ -100,6 +100,12 @@ func TestFragmentError(t *testing.T) {
 	if _, err := Fragment(context.Background(), NewGather(root), nil); err == nil {
 		t.Error("no error")
 	}
+	// A device whose ports cannot be listed would be pinned short of them.
+	root = sysfsfix.Tree(t, sysfsfix.H100NDR)
+	sysfsfix.UnlistPorts(t, root, "mlx5_2")
+	if frag, err := Fragment(context.Background(), NewGather(root), nil); err == nil || !strings.Contains(err.Error(), "mlx5_2: cannot list its ports") {
+		t.Errorf("got %v and\n%s", err, frag)
+	}
 }
 
 // A fragment taken while VFs and SFs exist does not require them: they are

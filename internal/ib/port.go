@@ -44,8 +44,11 @@ func (c *portCheck) Run(ctx context.Context) []check.Result {
 	var out []check.Result
 	var n portCount
 	for _, h := range hcas {
-		if p.Firmware != "" {
-			out = append(out, c.judgeFirmware(h))
+		if h.PortsErr != nil {
+			n.unlisted = append(n.unlisted, h.Name)
+		}
+		if p.Firmware != "" || h.PortsErr != nil {
+			out = append(out, c.judgeHCA(h))
 		}
 		for _, pt := range h.Ports {
 			n.add(h.Name, pt)
@@ -59,11 +62,13 @@ func (c *portCheck) Run(ctx context.Context) []check.Result {
 }
 
 // portCount tallies the judged ports by state. A port whose state could
-// not be read is neither active nor inactive: it may not turn a count
+// not be read is neither active nor inactive, and an HCA whose ports could
+// not be listed may have any number of them: neither may turn a count
 // into a FAIL.
 type portCount struct {
 	all, active, unknown int
 	inactive             []string
+	unlisted             []string // HCAs whose ports directory was unreadable
 	// byLayer counts the ports of each link layer alike, for the groups.
 	byLayer map[string]*portCount
 }
@@ -104,6 +109,7 @@ func (n *portCount) layer(ll string) portCount {
 	if u := n.byLayer[""]; u != nil {
 		c.unknown += u.all
 	}
+	c.unlisted = n.unlisted
 	return c
 }
 
@@ -243,17 +249,23 @@ func orUnknown(s string) string {
 	return s
 }
 
-func (c *portCheck) judgeFirmware(h HCA) check.Result {
-	want := c.cfg.Port.Firmware
-	var r check.Result
-	switch {
-	case h.FW == "":
-		r = result(namePort, h.Name, check.Error, "cannot read fw_ver (firmware %s expected)", want)
-	case h.FW != want:
-		r = result(namePort, h.Name, check.Fail, "firmware %s, expected %s", h.FW, want)
-	default:
-		r = result(namePort, h.Name, check.OK, "firmware %s", h.FW)
+// judgeHCA is the device's own result: its firmware against the pin, and
+// whether its ports could be listed at all.
+func (c *portCheck) judgeHCA(h HCA) check.Result {
+	v := verdict{name: namePort, comp: h.Name}
+	ok := "ports listed"
+	if want := c.cfg.Port.Firmware; want != "" {
+		switch ok = "firmware " + h.FW; {
+		case h.FW == "":
+			v.add(check.Error, fmt.Sprintf("cannot read fw_ver (firmware %s expected)", want))
+		case h.FW != want:
+			v.add(check.Fail, fmt.Sprintf("firmware %s, expected %s", h.FW, want))
+		}
 	}
+	if h.PortsErr != nil {
+		v.add(check.Error, "cannot list its ports: "+errText(h.PortsErr))
+	}
+	r := v.result(ok)
 	r.IDs.PCIBusID = h.PCIAddr
 	return r
 }
@@ -289,6 +301,8 @@ func (c *portCheck) judgeCounts(all, hcas []HCA, pc portCount, note string) chec
 func judgeActive(v *verdict, what string, want int, pc portCount) {
 	switch {
 	case want <= 0 || pc.active >= want:
+	case len(pc.unlisted) > 0:
+		v.add(check.Error, fmt.Sprintf("%d active %sports, expected %d; the ports of %s could not be listed", pc.active, what, want, strings.Join(pc.unlisted, ", ")))
 	case pc.active+pc.unknown >= want:
 		v.add(check.Error, fmt.Sprintf("%d active %sports, expected %d; %d unreadable", pc.active, what, want, pc.unknown))
 	default:

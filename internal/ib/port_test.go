@@ -217,6 +217,15 @@ func TestPortFaults(t *testing.T) {
 			"host":     {check.Error, "7 active ports, expected 8; 1 unreadable"},
 			"*":        {check.OK, ""},
 		}},
+		// "Unreadable port directories count as zero ports" (issue 13):
+		// the node drained with "7 active ports, expected 8".
+		{"unlistable ports directory is an error, not a drain", h100Config(), func(t *testing.T, root string) {
+			sysfsfix.UnlistPorts(t, root, "mlx5_3")
+		}, map[string]want{
+			"mlx5_3": {check.Error, "cannot list its ports: list ports"},
+			"host":   {check.Error, "7 active ports, expected 8; the ports of mlx5_3 could not be listed"},
+			"*":      {check.OK, ""},
+		}},
 		{"garbage rate is an error, not a drain", h100Config(), func(t *testing.T, root string) {
 			sysfsfix.Set(t, root, p3+"/rate", "-1 Gb/sec")
 		}, map[string]want{

@@ -142,6 +142,17 @@ func Set(t testing.TB, root, rel, value string) {
 	}
 }
 
+// UnlistPorts makes an HCA's ports directory unlistable: a file in its
+// place, since as root no mode stops the read.
+func UnlistPorts(t testing.TB, root, hca string) {
+	t.Helper()
+	rel := "sys/class/infiniband/" + hca + "/ports"
+	Remove(t, root, rel)
+	if err := os.WriteFile(filepath.Join(root, rel), []byte("not a directory\n"), 0o644); err != nil {
+		t.Fatalf("sysfsfix.UnlistPorts: %v", err)
+	}
+}
+
 // Remove deletes root/rel (file, dir tree or symlink). A path that is not
 // there is a mistake in the test, so it fails the test.
 func Remove(t testing.TB, root, rel string) {

@@ -271,6 +271,9 @@ func newHCA(h ib.HCA, exclude []string) *hcaInfo {
 			hi.stateErr = fmt.Errorf("port %d: %w", p.Num, p.Err)
 		}
 	}
+	if h.PortsErr != nil && hi.stateErr == nil {
+		hi.stateErr = h.PortsErr // no ports read is not "no port active"
+	}
 	if hi.active {
 		hi.stateErr = nil
 	}

@@ -465,6 +465,12 @@ func TestH100Faults(t *testing.T) {
 			want:   gpus(8, map[int]want{4: {check.Error, "could not check mlx5_4: port 1: "}}),
 		},
 		{
+			name:   "unlistable ports of a nearer HCA are an ERROR, not a FAIL",
+			mutate: []mutation{func(t *testing.T, root string) { sysfsfix.UnlistPorts(t, root, "mlx5_4") }},
+			cfg:    cfg(func(c *config.Topology) { c.SameSwitch = "fail" }),
+			want:   gpus(8, map[int]want{4: {check.Error, "could not check mlx5_4: list ports"}}),
+		},
+		{
 			name:   "unreadable state of an HCA that could not change the verdict",
 			mutate: []mutation{setPort(4, "state", "garbage")},
 			cfg:    numaFail,
