@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/gpuhc/gpuhc/internal/safepath"
 	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
@@ -17,9 +18,15 @@ import (
 const maxTokenFile = 64 << 10
 
 // readToken loads a slurmrestd JWT. A SlurmUser or root token is
-// root-equivalent (design §3), so the file must be private to root or to
-// us. Errors name the file and its mode but never include the token.
+// root-equivalent, so the file must be private to root or to us, and so
+// must the way to it: every directory and symbolic link on its path
+// (safepath), since a link someone else can retarget would have gpuhc
+// send another root-only file to slurmrestd as a token. Errors name the
+// file and its mode but never include the token.
 func readToken(path string) (string, error) {
+	if err := safepath.Check(path); err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
 	// Open refuses a FIFO at once: a blocking open would wait for a
 	// writer, and the drain with it.
 	f, err := sysread.Open(path)

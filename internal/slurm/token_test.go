@@ -138,3 +138,33 @@ func TestReadTokenFIFOAndDeviceRefusedAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// A symbolic link that someone else could retarget would send another
+// root-only file to slurmrestd as the token: the path is checked link by
+// link (internal/safepath has the whole rule).
+func TestReadTokenThroughLinks(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a link to another owner")
+	}
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real.token")
+	if err := os.WriteFile(real, []byte(testToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ours := filepath.Join(dir, "ours.token")
+	theirs := filepath.Join(dir, "theirs.token")
+	for _, l := range []string{ours, theirs} {
+		if err := os.Symlink(real, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Lchown(theirs, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := readToken(ours); err != nil || tok != testToken {
+		t.Errorf("a link of ours: %v", err)
+	}
+	if _, err := readToken(theirs); err == nil || !strings.Contains(err.Error(), "symbolic link "+theirs+": owned by uid 4242") {
+		t.Errorf("a link of uid 4242: %v", err)
+	}
+}
