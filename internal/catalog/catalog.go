@@ -18,6 +18,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/ib"
 	"github.com/gpuhc/gpuhc/internal/kernlog"
 	"github.com/gpuhc/gpuhc/internal/kmsg"
+	"github.com/gpuhc/gpuhc/internal/pcibus"
 	"github.com/gpuhc/gpuhc/internal/statefile"
 	"github.com/gpuhc/gpuhc/internal/sxid"
 	"github.com/gpuhc/gpuhc/internal/topology"
@@ -38,6 +39,9 @@ type Env struct {
 	// that judge them (see fabricChecks). Nil: each Tasks call gathers
 	// its own under cfg.Root.
 	IB *ib.Gather
+	// PCI is the run's one scan of the PCI bus (the GPUs and NVSwitches
+	// on it), shared like IB. Nil: each Tasks call gathers its own.
+	PCI *pcibus.Gather
 }
 
 type entry struct {
@@ -152,9 +156,13 @@ func kernelChecks(cfg config.Config, env Env) []entry {
 // run, whichever of them runs first.
 func fabricChecks(cfg config.Config, env Env) []entry {
 	c, root, st := cfg.Checks, cfg.Root, env.State
-	gpus := topology.FromBus(root)
+	pci := env.PCI
+	if pci == nil {
+		pci = pcibus.NewGather(root)
+	}
+	gpus, count := topology.FromBus(pci), busGPUs(pci)
 	if env.GPU != nil {
-		gpus = topology.FromNode(env.GPU)
+		gpus, count = topology.FromNode(env.GPU), countGPUs(env.GPU)
 	}
 	devs := env.IB
 	if devs == nil {
@@ -163,19 +171,28 @@ func fabricChecks(cfg config.Config, env Env) []entry {
 	return []entry{
 		{c.IB.Port.Common, func() check.Check { return ib.NewPort(devs, c.IB) }},
 		{c.IB.Counters.Common, func() check.Check { return ib.NewCounters(root, devs, c.IB, st) }},
-		{c.IB.GDR.Common, func() check.Check { return ib.NewGDR(root, devs, c.IB, countGPUs(env.GPU)) }},
-		{c.Fabric.Manager.Common, func() check.Check { return fabric.NewManager(root, devs, c.Fabric.Manager, env.GPU, st) }},
+		{c.IB.GDR.Common, func() check.Check { return ib.NewGDR(root, devs, c.IB, count) }},
+		{c.Fabric.Manager.Common, func() check.Check { return fabric.NewManager(root, devs, pci, c.Fabric.Manager, env.GPU, st) }},
 		{c.Topology.Common, func() check.Check { return topology.New(root, devs, c.Topology, c.IB.Exclude, gpus) }},
 	}
 }
 
-// countGPUs counts the node's GPUs for ib.gdr: those NVML (or the
-// simulation) shows, or the PCI bus has, whichever is more; nil without a
-// GPU node, so that the check reads the PCI bus itself.
-func countGPUs(n *gpu.Node) func(context.Context) (int, error) {
-	if n == nil {
-		return nil
+// busGPUs counts the GPUs on the run's PCI bus scan, for ib.gdr on a node
+// run without a GPU node.
+func busGPUs(pci *pcibus.Gather) func(context.Context) (int, error) {
+	return func(ctx context.Context) (int, error) {
+		b, err := pci.Bus(ctx)
+		if err != nil {
+			return 0, err
+		}
+		gpus, err := b.GPUs()
+		return len(gpus), err
 	}
+}
+
+// countGPUs counts the node's GPUs for ib.gdr: those NVML (or the
+// simulation) shows, or the PCI bus has, whichever is more.
+func countGPUs(n *gpu.Node) func(context.Context) (int, error) {
 	return func(ctx context.Context) (int, error) {
 		inv, err := n.Inventory(ctx)
 		if errors.Is(err, gpu.ErrNoGPUs) {

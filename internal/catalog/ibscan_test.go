@@ -14,6 +14,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/ib"
+	"github.com/gpuhc/gpuhc/internal/pcibus"
 	"github.com/gpuhc/gpuhc/internal/statefile"
 	"github.com/gpuhc/gpuhc/internal/sysfsfix"
 )
@@ -86,6 +87,29 @@ func TestRDMAScannedOncePerRun(t *testing.T) {
 	}
 	if n := len(got["topology"]); n != 8 {
 		t.Errorf("topology: %d results, want one per GPU: %+v", n, got["topology"])
+	}
+}
+
+// The PCI bus too is scanned once a run, by whichever of ib.gdr, topology
+// and fabric.manager asks first (they find the GPUs and NVSwitches on it).
+func TestPCIBusScannedOncePerRun(t *testing.T) {
+	var scans atomic.Int32
+	var root string
+	env := Env{PCI: pcibus.GatherWith(func(ctx context.Context) (pcibus.Bus, error) {
+		scans.Add(1)
+		return pcibus.Scan(ctx, root)
+	})}
+	cfg, tasks := b200Run(t, env)
+	root = cfg.Root
+	got := byCheck(check.Run(context.Background(), tasks))
+	if n := scans.Load(); n != 1 {
+		t.Errorf("%d PCI bus scans in one run, want 1", n)
+	}
+	if msg := hostMessage(got["ib.gdr"]); !strings.Contains(msg, "8 GPUs, 8 HCAs") {
+		t.Errorf("ib.gdr: %q", msg)
+	}
+	if n := len(got["topology"]); n != 8 {
+		t.Errorf("topology: %d results, want one per GPU on the bus", n)
 	}
 }
 

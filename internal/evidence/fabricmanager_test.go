@@ -11,6 +11,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/fabric"
 	"github.com/gpuhc/gpuhc/internal/ib"
+	"github.com/gpuhc/gpuhc/internal/pcibus"
 	"github.com/gpuhc/gpuhc/internal/statefile"
 )
 
@@ -59,7 +60,7 @@ func TestFabricManagerLogVerdicts(t *testing.T) {
 			root := fmNode(t)
 			cfg := config.Default().Checks.Fabric.Manager
 			st := statefile.Dir{Path: filepath.Join(t.TempDir(), "state")}
-			c := fabric.NewManager(root, ib.NewGather(root), cfg, nil, st)
+			c := fabric.NewManager(root, ib.NewGather(root), pcibus.NewGather(root), cfg, nil, st)
 			ctx := context.Background()
 			first := c.Run(ctx)
 			if len(first) != 1 || first[0].Status != check.OK {

@@ -14,6 +14,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/gpu/sim"
 	"github.com/gpuhc/gpuhc/internal/ib"
+	"github.com/gpuhc/gpuhc/internal/pcibus"
 	"github.com/gpuhc/gpuhc/internal/statefile"
 )
 
@@ -231,7 +232,7 @@ func (n *node) runIn(st statefile.Dir, d time.Duration) check.Result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	rs := NewManager(n.root, ib.NewGather(n.root), n.cfg, g, st).Run(ctx)
+	rs := NewManager(n.root, ib.NewGather(n.root), pcibus.NewGather(n.root), n.cfg, g, st).Run(ctx)
 	if len(rs) != 1 {
 		n.t.Fatalf("want one result, got %+v", rs)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/ib"
+	"github.com/gpuhc/gpuhc/internal/pcibus"
 	"github.com/gpuhc/gpuhc/internal/statefile"
 )
 
@@ -59,7 +60,7 @@ func TestConfigValidation(t *testing.T) {
 // The default patterns catch the fatal lines and leave their non-fatal
 // look-alikes alone.
 func TestDefaultPatterns(t *testing.T) {
-	m := NewManager("/", ib.NewGather("/"), config.Default().Checks.Fabric.Manager, nil, statefile.Dir{}).(*manager)
+	m := NewManager("/", ib.NewGather("/"), pcibus.NewGather("/"), config.Default().Checks.Fabric.Manager, nil, statefile.Dir{}).(*manager)
 	for line, fatal := range map[string]bool{
 		"[Jul 23 2024 07:53:55] [ERROR] [tid 841] detected NVSwitch fatal error 20034 on fid 0 on NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 33":       true,
 		"[Jul 09 2024 18:14:07] [ERROR] [tid 12727] detected NVSwitch non-fatal error 12028 on fid 0 on NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 61": false,
@@ -88,7 +89,7 @@ func TestBadConfigIsError(t *testing.T) {
 		c := config.Default().Checks.Fabric.Manager
 		edit(&c)
 		root := t.TempDir()
-		rs := NewManager(root, ib.NewGather(root), c, nil, statefile.Dir{Path: t.TempDir()}).Run(context.Background())
+		rs := NewManager(root, ib.NewGather(root), pcibus.NewGather(root), c, nil, statefile.Dir{Path: t.TempDir()}).Run(context.Background())
 		if len(rs) != 1 || rs[0].Status != check.Error || !strings.Contains(rs[0].Message, "bad configuration") {
 			t.Errorf("%+v: got %+v", c, rs)
 		}

@@ -31,6 +31,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/ib"
+	"github.com/gpuhc/gpuhc/internal/pcibus"
 	"github.com/gpuhc/gpuhc/internal/statefile"
 	"github.com/gpuhc/gpuhc/internal/sysread"
 )
@@ -47,6 +48,7 @@ const restartSlack = 2 * time.Second
 type manager struct {
 	root  string
 	devs  *ib.Gather
+	pci   *pcibus.Gather
 	cfg   config.FabricManager
 	node  *gpu.Node
 	state statefile.Dir
@@ -63,8 +65,8 @@ type manager struct {
 // are found; n is the GPU side (nil, or a node without GPUs, leaves the
 // fabric registration out); st keeps the log cursor and what must hold
 // between runs (never written when st.ReadOnly, as in a dry run).
-func NewManager(root string, devs *ib.Gather, c config.FabricManager, n *gpu.Node, st statefile.Dir) check.Check {
-	m := &manager{root: root, devs: devs, cfg: c, node: n, state: st, loc: time.Local}
+func NewManager(root string, devs *ib.Gather, pci *pcibus.Gather, c config.FabricManager, n *gpu.Node, st statefile.Dir) check.Check {
+	m := &manager{root: root, devs: devs, pci: pci, cfg: c, node: n, state: st, loc: time.Local}
 	for _, p := range c.FatalPatterns {
 		re, err := regexp.Compile(p)
 		if err != nil {
@@ -149,11 +151,11 @@ func (m *manager) Run(ctx context.Context) []check.Result {
 // findFabric says what manages the node's NVSwitches, or returns the
 // result that ends the run (SKIP without any, ERROR when it cannot tell).
 func (m *manager) findFabric(ctx context.Context) (fabric, []check.Result) {
-	pci, err := findNVSwitches(m.root)
+	pci, err := m.pci.Bus(ctx)
 	if err != nil {
 		return fabric{}, result(check.Error, "cannot list PCI devices: %v", err)
 	}
-	if len(pci.switches) > 0 {
+	if len(pci.Switches()) > 0 {
 		return fabric{}, nil
 	}
 	// NVLink5 baseboards show no NVSwitch on the PCI bus: their switches
@@ -173,8 +175,8 @@ func (m *manager) findFabric(ctx context.Context) (fabric, []check.Result) {
 		// Whether an RDMA device manages NVSwitches is in its VPD: one
 		// that cannot be read may be one.
 		return fabric{}, result(check.Error, "no NVSwitch on the PCI bus, but %d RDMA devices' VPD unreadable: %v", len(devs.VPDErrs), devs.VPDErrs[0])
-	case pci.unreadable > 0:
-		return fabric{}, result(check.Error, "no NVSwitch found, but %d PCI devices unreadable: %v", pci.unreadable, pci.firstErr)
+	case len(pci.Unreadable) > 0:
+		return fabric{}, result(check.Error, "no NVSwitch found, but %v", pci.UnreadableErr())
 	}
 	return fabric{}, result(check.Skip, "no NVSwitch on the PCI bus, no NVSwitch management device (VPD SMDL=SW_MNG)")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/ib"
+	"github.com/gpuhc/gpuhc/internal/pcibus"
 	"github.com/gpuhc/gpuhc/internal/topology"
 )
 
@@ -52,7 +53,11 @@ func (p Program) printInventory(node string, cfg config.Config, o options) int {
 func inventory(ctx context.Context, cfg config.Config, env catalog.Env) (string, error) {
 	n := env.GPU
 	var b strings.Builder
-	gpus := topology.FromBus(cfg.Root)
+	pci := env.PCI
+	if pci == nil {
+		pci = pcibus.NewGather(cfg.Root)
+	}
+	gpus := topology.FromBus(pci)
 	b.WriteString("[checks.gpu.count]\n")
 	if n != nil {
 		gpus = topology.FromNode(n)

@@ -24,6 +24,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/gpu/sim"
 	"github.com/gpuhc/gpuhc/internal/kmsg"
+	"github.com/gpuhc/gpuhc/internal/pcibus"
 	"github.com/gpuhc/gpuhc/internal/policy"
 	"github.com/gpuhc/gpuhc/internal/statefile"
 )
@@ -53,6 +54,7 @@ type World struct {
 func (w World) Env(cfg config.Config) (catalog.Env, error) {
 	st := statefile.Dir{Path: cfg.StateDir, ReadOnly: w.ReadOnly}
 	g := cfg.Checks.GPU
+	pci := pcibus.NewGather(cfg.Root)
 	var replay kmsg.Source
 	if w.KernelLog != "" {
 		src, err := kmsg.Replay(w.KernelLog)
@@ -67,9 +69,10 @@ func (w World) Env(cfg config.Config) (catalog.Env, error) {
 			src = replay
 		}
 		return catalog.Env{
-			GPU:    gpu.NewNode(nvml.New(), cfg.Root, g.Count.Expected, ""),
+			GPU:    gpu.NewNode(nvml.New(), cfg.Root, g.Count.Expected, "", gpu.WithBus(pci.GPUs)),
 			Kernel: kmsg.NewLog(src, st),
 			State:  st,
+			PCI:    pci,
 		}, nil
 	}
 	m, err := sim.Build(w.Simulate, w.Inject)
@@ -87,6 +90,7 @@ func (w World) Env(cfg config.Config) (catalog.Env, error) {
 		GPU:    gpu.NewNode(m.Server, cfg.Root, g.Count.Expected, w.Simulate, gpu.WithBus(m.OnBus)),
 		Kernel: kmsg.NewLog(src, st),
 		State:  st,
+		PCI:    pci, // the host's bus, for the NVSwitches: the simulation has none of its own
 	}, nil
 }
 

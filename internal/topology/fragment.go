@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpuhc/gpuhc/internal/ib"
+	"github.com/gpuhc/gpuhc/internal/pcibus"
 )
 
 // Fragment writes the [checks.topology] section that pins every GPU to
@@ -16,7 +17,7 @@ import (
 // is the run's scan of the RDMA devices (the ib fragment's too).
 func Fragment(ctx context.Context, root string, devs *ib.Gather, exclude []string, gpus func(context.Context) ([]GPU, error)) (string, error) {
 	if gpus == nil {
-		gpus = FromBus(root)
+		gpus = FromBus(pcibus.NewGather(root))
 	}
 	s, err := scan(ctx, root, devs, exclude, gpus)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/ib"
+	"github.com/gpuhc/gpuhc/internal/pcibus"
 	"github.com/gpuhc/gpuhc/internal/sysfsfix"
 )
 
@@ -117,7 +118,7 @@ func TestFragment(t *testing.T) {
 			}
 			g := tc.gpus
 			if g == nil {
-				g = FromBus(root)
+				g = FromBus(pcibus.NewGather(root))
 			}
 			expect(t, run(t, New(root, ib.NewGather(root), tp, mgmt, g)), tc.want)
 		})

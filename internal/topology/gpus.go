@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/gpu"
+	"github.com/gpuhc/gpuhc/internal/pcibus"
 )
 
 // FromNode lists the GPUs of the NVML inventory, with their IDs. A node
@@ -29,12 +30,16 @@ func FromNode(n *gpu.Node) func(context.Context) ([]GPU, error) {
 	}
 }
 
-// FromBus lists the NVIDIA GPUs on the PCI bus under root, named gpu0,
+// FromBus lists the NVIDIA GPUs on the run's PCI bus scan, named gpu0,
 // gpu1, ... in bus order (NVML's default order), for nodes run without
 // NVML.
-func FromBus(root string) func(context.Context) ([]GPU, error) {
+func FromBus(pci *pcibus.Gather) func(context.Context) ([]GPU, error) {
 	return func(ctx context.Context) ([]GPU, error) {
-		addrs, err := gpu.NVIDIAOnBus(root)
+		b, err := pci.Bus(ctx)
+		var addrs []string
+		if err == nil {
+			addrs, err = b.GPUs()
+		}
 		if err != nil {
 			return nil, fmt.Errorf("list GPUs on the PCI bus: %w", err)
 		}

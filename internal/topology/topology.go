@@ -20,6 +20,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/ib"
+	"github.com/gpuhc/gpuhc/internal/pcibus"
 	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
@@ -53,7 +54,7 @@ type topo struct {
 // the GPUs and HCAs are placed on.
 func New(root string, devs *ib.Gather, c config.Topology, exclude []string, gpus func(context.Context) ([]GPU, error)) check.Check {
 	if gpus == nil {
-		gpus = FromBus(root)
+		gpus = FromBus(pcibus.NewGather(root))
 	}
 	return &topo{root: root, devs: devs, cfg: c, exclude: exclude, gpus: gpus}
 }

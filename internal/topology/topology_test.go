@@ -17,6 +17,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/gpu/sim"
 	"github.com/gpuhc/gpuhc/internal/ib"
+	"github.com/gpuhc/gpuhc/internal/pcibus"
 	"github.com/gpuhc/gpuhc/internal/sysfsfix"
 )
 
@@ -554,7 +555,7 @@ func TestH100Faults(t *testing.T) {
 		},
 		{
 			name: "no GPUs on the bus: SKIP",
-			gpus: FromBus(t.TempDir()),
+			gpus: FromBus(pcibus.NewGather(t.TempDir())),
 			want: map[string]want{"host": {check.Skip, "no GPUs"}},
 		},
 		{
@@ -596,7 +597,7 @@ func TestH100Faults(t *testing.T) {
 			}
 			g := tc.gpus
 			if g == nil {
-				g = FromBus(root)
+				g = FromBus(pcibus.NewGather(root))
 			}
 			expect(t, run(t, New(root, ib.NewGather(root), c, ex, g)), tc.want)
 		})
@@ -762,7 +763,7 @@ func TestSubNUMA(t *testing.T) {
 			}
 			g := tc.gpus
 			if g == nil {
-				g = FromBus(root)
+				g = FromBus(pcibus.NewGather(root))
 			}
 			expect(t, run(t, New(root, ib.NewGather(root), c, mgmt, g)), tc.want)
 		})
