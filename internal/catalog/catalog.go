@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/bandwidth"
+	"github.com/gpuhc/gpuhc/internal/bootid"
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/fabric"
@@ -42,6 +43,10 @@ type Env struct {
 	// PCI is the run's one scan of the PCI bus (the GPUs and NVSwitches
 	// on it), shared like IB. Nil: each Tasks call gathers its own.
 	PCI *pcibus.Gather
+	// Boot is the run's one read of the boot id (the IB counters, the
+	// kernel-log cursor and the events share it). Nil: read under
+	// cfg.Root by each.
+	Boot *bootid.Once
 }
 
 type entry struct {
@@ -168,9 +173,13 @@ func fabricChecks(cfg config.Config, env Env) []entry {
 	if devs == nil {
 		devs = ib.NewGather(root)
 	}
+	boot := env.Boot
+	if boot == nil {
+		boot = bootid.New(root)
+	}
 	return []entry{
 		{c.IB.Port.Common, func() check.Check { return ib.NewPort(devs, c.IB) }},
-		{c.IB.Counters.Common, func() check.Check { return ib.NewCounters(root, devs, c.IB, st) }},
+		{c.IB.Counters.Common, func() check.Check { return ib.NewCounters(root, devs, c.IB, st, ib.WithBoot(boot)) }},
 		{c.IB.GDR.Common, func() check.Check { return ib.NewGDR(root, devs, c.IB, count) }},
 		{c.Fabric.Manager.Common, func() check.Check { return fabric.NewManager(root, devs, pci, c.Fabric.Manager, env.GPU, st) }},
 		{c.Topology.Common, func() check.Check { return topology.New(root, devs, c.Topology, c.IB.Exclude, gpus) }},

@@ -10,11 +10,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gpuhc/gpuhc/internal/bootid"
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/sysread"
 )
@@ -202,15 +202,9 @@ func lock(ctx context.Context, f *os.File) error {
 }
 
 // BootID reads the kernel's boot id under root, so that events (and the
-// MTTF maths later) can tell reboots apart. Empty when unreadable.
+// MTTF maths later) can tell reboots apart. Empty when unreadable. A run
+// shares one read (bootid.Once); this is for callers outside one.
 func BootID(root string) string {
-	b, err := os.ReadFile(filepath.Join(root, "proc/sys/kernel/random/boot_id"))
-	if err != nil {
-		return ""
-	}
-	id := strings.TrimSpace(string(b))
-	if len(id) != 36 || strings.Trim(id, "0123456789abcdef-") != "" {
-		return ""
-	}
+	id, _ := bootid.Read(root)
 	return id
 }

@@ -169,7 +169,7 @@ func (p Program) killed(log *logrus.Entry, node string, cfg config.Config, tr *t
 	fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: %s\n", msg)
 	if !cfg.Policy.DryRun {
 		ctx, cancel := context.WithTimeout(context.Background(), killBudget)
-		ev := events.Event{Time: p.Clock(), Kind: events.KindKilled, Node: node, Message: msg, By: policy.By, BootID: events.BootID(cfg.Root)}
+		ev := events.Event{Time: p.Clock(), Kind: events.KindKilled, Node: node, Message: msg, By: policy.By, BootID: p.bootID(cfg)}
 		if err := (events.Log{Path: cfg.Events.File}).Append(ctx, ev); err != nil {
 			log.WithError(err).Error("event log")
 		}

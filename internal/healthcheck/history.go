@@ -114,7 +114,7 @@ func hours(seconds float64) float64 {
 func (p Program) record(ctx context.Context, log *logrus.Entry, node string, cfg config.Config,
 	timed []check.Timed, results []check.Result, drained bool, by string) {
 	now := p.Clock()
-	base := events.Event{Time: now, Node: node, By: by, BootID: events.BootID(cfg.Root)}
+	base := events.Event{Time: now, Node: node, By: by, BootID: p.bootID(cfg)}
 	if err := (events.Log{Path: cfg.Events.File}).Append(ctx, events.Measurements(base, results)...); err != nil {
 		log.WithError(err).Error("measurement events not written")
 	}
@@ -168,7 +168,7 @@ func (p Program) heartbeat(ctx context.Context, log *logrus.Entry, node string, 
 	}
 	beat := events.Event{
 		Time: now, Kind: events.KindHeartbeat, Node: node, By: "healthcheck",
-		Hours: hours(pending), BootID: events.BootID(cfg.Root),
+		Hours: hours(pending), BootID: p.bootID(cfg),
 	}
 	if err := (events.Log{Path: cfg.Events.File}).Append(ctx, beat); err != nil {
 		log.WithError(err).Error("heartbeat event not written; its hours go into the next one")
@@ -178,4 +178,14 @@ func (p Program) heartbeat(ctx context.Context, log *logrus.Entry, node string, 
 		}
 	}
 	return true
+}
+
+// bootID is the run's boot id: the one read its checks share, or, before
+// the environment is built (a run that found the lock held), a read of
+// its own.
+func (p Program) bootID(cfg config.Config) string {
+	if p.boot != nil {
+		return p.boot.ID()
+	}
+	return events.BootID(cfg.Root)
 }

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/gpuhc/gpuhc/internal/bootid"
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/runenv"
 	"github.com/gpuhc/gpuhc/internal/version"
@@ -34,6 +35,8 @@ type Program struct {
 	// Term delivers the SIGTERM slurmd sends at HealthCheckTimeout; nil
 	// means the process's own signals.
 	Term <-chan os.Signal
+
+	boot *bootid.Once // the run's boot id, once its environment is built
 }
 
 // options are the common flags and the health check's own.

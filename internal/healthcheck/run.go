@@ -68,6 +68,7 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 		fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: %v\n", err)
 		return ExitUsage
 	}
+	p.boot = env.Boot
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Deadline.Duration)
 	tasks := catalog.Tasks(cfg, env)
 	if o.deep {
@@ -218,7 +219,7 @@ func (p Program) applyPolicy(ctx context.Context, log *logrus.Entry, node string
 	}
 	eng := policy.Engine{
 		Node: node, Policy: cfg.Policy, DryRun: cfg.Policy.DryRun, Ctl: ctl,
-		BootID: events.BootID(cfg.Root), StormFile: policy.StormFile(cfg.StateDir), Now: p.Clock,
+		BootID: p.bootID(cfg), StormFile: policy.StormFile(cfg.StateDir), Now: p.Clock,
 	}
 	switch kind {
 	case runDeep:

@@ -8,11 +8,11 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/gpuhc/gpuhc/internal/bootid"
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
 	"github.com/gpuhc/gpuhc/internal/statefile"
@@ -63,6 +63,7 @@ type countersCheck struct {
 	devs  *Gather
 	cfg   config.IB
 	state statefile.Dir
+	boot  *bootid.Once
 }
 
 // NewCounters checks that no port error counter of a physical RDMA device
@@ -76,25 +77,21 @@ type countersCheck struct {
 // errors keep neither a node drained nor an alert firing. A device without a PMA
 // ("N/A (no PMA)", iWARP) is SKIP. devs is the run's scan of the RDMA
 // devices; their counters and the boot id are read under root.
-func NewCounters(root string, devs *Gather, c config.IB, st statefile.Dir) check.Check {
-	return &countersCheck{root: root, devs: devs, cfg: c, state: st}
+func NewCounters(root string, devs *Gather, c config.IB, st statefile.Dir, opts ...CountersOption) check.Check {
+	cc := &countersCheck{root: root, devs: devs, cfg: c, state: st, boot: bootid.New(root)}
+	for _, o := range opts {
+		o(cc)
+	}
+	return cc
 }
 
 func (c *countersCheck) Name() string { return nameCounters }
 
-var bootIDRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+// CountersOption adjusts NewCounters.
+type CountersOption func(*countersCheck)
 
-func (c *countersCheck) bootID() (string, error) {
-	p := filepath.Join(c.root, "proc/sys/kernel/random/boot_id")
-	s, err := sysread.Attr(p)
-	if err != nil {
-		return "", err
-	}
-	if !bootIDRe.MatchString(s) {
-		return "", fmt.Errorf("%s: not a boot id: %s", p, sysread.QuoteShort(s))
-	}
-	return s, nil
-}
+// WithBoot gives the check the run's one read of the boot id.
+func WithBoot(b *bootid.Once) CountersOption { return func(c *countersCheck) { c.boot = b } }
 
 func (c *countersCheck) Run(ctx context.Context) []check.Result {
 	devs, stop, ok := listHCAs(ctx, c.devs, nameCounters)
@@ -111,7 +108,7 @@ func (c *countersCheck) Run(ctx context.Context) []check.Result {
 		return c.noDevices(noDevices(nameCounters, len(all)-len(incl), virt))
 	}
 	var out []check.Result
-	boot, bootErr := c.bootID()
+	boot, bootErr := c.boot.Get()
 	if bootErr != nil {
 		// Without a boot id a reboot cannot be told, so every port takes
 		// a new baseline rather than risk comparing with another boot.

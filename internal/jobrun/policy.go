@@ -110,7 +110,7 @@ func (r *Run) Apply(results []check.Result, afterJob bool, budget time.Duration)
 	}
 	eng := policy.Engine{
 		Node: r.Node, Policy: r.Cfg.Policy, DryRun: r.Cfg.Policy.DryRun,
-		BootID: events.BootID(r.Cfg.Root), StormFile: policy.StormFile(r.Cfg.StateDir), Now: r.Now,
+		BootID: r.bootID(), StormFile: policy.StormFile(r.Cfg.StateDir), Now: r.Now,
 		Job: &policy.Job{ID: r.Job.JobID, By: r.P.By, AfterJob: afterJob},
 	}
 	o := Outcome{Worthy: eng.DrainWorthy(results)}
@@ -171,7 +171,7 @@ func (r *Run) Append(evs ...events.Event) {
 	if r.Cfg.Policy.DryRun || len(evs) == 0 {
 		return
 	}
-	boot := events.BootID(r.Cfg.Root)
+	boot := r.bootID()
 	for i := range evs {
 		ev := &evs[i]
 		if ev.Time.IsZero() {
@@ -223,4 +223,13 @@ func (r *Run) Summary(kind, mode string, results []check.Result, o Outcome) even
 func (r *Run) PrintResults(results []check.Result) {
 	runenv.PrintTable(r.P.Stdout, r.Node, results, time.Since(r.Start))
 	runenv.LogResults(r.Log, results)
+}
+
+// bootID is the run's one read of the boot id, where its environment has
+// one.
+func (r *Run) bootID() string {
+	if r.Env.Boot != nil {
+		return r.Env.Boot.ID()
+	}
+	return events.BootID(r.Cfg.Root)
 }

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gpuhc/gpuhc/internal/events"
+	"github.com/gpuhc/gpuhc/internal/bootid"
 )
 
 // Source is the kernel log: /dev/kmsg on a node, a slice of records in
@@ -58,21 +58,28 @@ const (
 
 type kmsgSource struct {
 	path string
-	root string
+	boot *bootid.Once
 }
 
 // KmsgSource reads the kernel log device at path (checks.gpu.xid.kmsg,
 // "/dev/kmsg") under root, and the boot id from
 // <root>/proc/sys/kernel/random/boot_id. A regular file at path is read
 // as a dump of /dev/kmsg (`cat /dev/kmsg > file`), for fixtures.
-func KmsgSource(root, path string) Source {
+//
+// boot, when given, is the run's one read of the boot id; otherwise it is
+// read under root.
+func KmsgSource(root, path string, boot ...*bootid.Once) Source {
 	if root != "" && root != "/" {
 		path = filepath.Join(root, path)
 	}
-	return &kmsgSource{path: path, root: root}
+	k := &kmsgSource{path: path, boot: bootid.New(root)}
+	if len(boot) > 0 && boot[0] != nil {
+		k.boot = boot[0]
+	}
+	return k
 }
 
-func (k *kmsgSource) BootID() string { return events.BootID(k.root) }
+func (k *kmsgSource) BootID() string { return k.boot.ID() }
 
 // Records reads in a goroutine: a read of a character device under
 // O_NONBLOCK returns at once, but open(2) on a hung filesystem (a test

@@ -18,6 +18,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/sirupsen/logrus"
 
+	"github.com/gpuhc/gpuhc/internal/bootid"
 	"github.com/gpuhc/gpuhc/internal/catalog"
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
@@ -54,7 +55,7 @@ type World struct {
 func (w World) Env(cfg config.Config) (catalog.Env, error) {
 	st := statefile.Dir{Path: cfg.StateDir, ReadOnly: w.ReadOnly}
 	g := cfg.Checks.GPU
-	pci := pcibus.NewGather(cfg.Root)
+	pci, boot := pcibus.NewGather(cfg.Root), bootid.New(cfg.Root)
 	var replay kmsg.Source
 	if w.KernelLog != "" {
 		src, err := kmsg.Replay(w.KernelLog)
@@ -64,7 +65,7 @@ func (w World) Env(cfg config.Config) (catalog.Env, error) {
 		replay = src
 	}
 	if w.Simulate == "" {
-		src := kmsg.KmsgSource(cfg.Root, g.XID.Kmsg)
+		src := kmsg.KmsgSource(cfg.Root, g.XID.Kmsg, boot)
 		if replay != nil {
 			src = replay
 		}
@@ -73,6 +74,7 @@ func (w World) Env(cfg config.Config) (catalog.Env, error) {
 			Kernel: kmsg.NewLog(src, st),
 			State:  st,
 			PCI:    pci,
+			Boot:   boot,
 		}, nil
 	}
 	m, err := sim.Build(w.Simulate, w.Inject)
@@ -90,7 +92,8 @@ func (w World) Env(cfg config.Config) (catalog.Env, error) {
 		GPU:    gpu.NewNode(m.Server, cfg.Root, g.Count.Expected, w.Simulate, gpu.WithBus(m.OnBus)),
 		Kernel: kmsg.NewLog(src, st),
 		State:  st,
-		PCI:    pci, // the host's bus, for the NVSwitches: the simulation has none of its own
+		PCI:    pci,  // the host's bus, for the NVSwitches: the simulation has none of its own
+		Boot:   boot, // the host's, for events; the simulated log has its own
 	}, nil
 }
 

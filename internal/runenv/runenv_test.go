@@ -2,6 +2,8 @@ package runenv
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +86,33 @@ func TestChecksSimulatedStateDir(t *testing.T) {
 	// id of its own; an unreadable file is refused before anything runs.
 	if _, err := (World{Simulate: "dgxh100", KernelLog: "/nonexistent/dmesg.txt"}).Env(cfg); err == nil {
 		t.Error("a missing --kernel-log file was accepted")
+	}
+}
+
+// One run, one boot id: the kernel-log cursor and the events (env.Boot)
+// read it once between them, so a reboot id that changes mid-run cannot
+// split them.
+func TestEnvSharesOneBootID(t *testing.T) {
+	cfg := config.Default()
+	cfg.Root = t.TempDir()
+	cfg.StateDir = t.TempDir()
+	p := filepath.Join(cfg.Root, "proc/sys/kernel/random/boot_id")
+	write := func(id string) {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(id+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("0c6d2b3e-5c8f-4b1a-9f0e-2d7c4a1b8e93")
+	env, err := World{}.Env(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := env.Boot.ID()
+	write("11111111-2222-4333-8444-555555555555")
+	if got := env.Kernel.Source().BootID(); got != first || first == "" {
+		t.Errorf("the kernel log's boot id %q, the run's %q", got, first)
 	}
 }
