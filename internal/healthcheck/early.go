@@ -115,7 +115,7 @@ func (e *earlyDrain) offer() {
 		defer cancel()
 		e.log.WithField("still_running", strings.Join(running, ",")).Warn("draining now for a FAIL; not waiting for the checks still running")
 		if _, err := e.p.applyPolicy(ctx, e.log, e.node, e.cfg, e.tr.results(), runEarly); err != nil {
-			e.log.WithError(err).Error("early drain failed; the run's policy retries at its end")
+			e.log.WithError(err).Error(policyFailure(err, "early drain failed; the run's policy retries at its end"))
 		}
 	}()
 }

@@ -159,7 +159,7 @@ func (p Program) finish(entry *logrus.Entry, node string, cfg config.Config, b c
 	}
 	state, err := p.applyPolicy(pctx, entry, node, cfg, results, kind)
 	if err != nil {
-		entry.WithError(err).Error("policy could not act; will retry next run")
+		entry.WithError(err).Error(policyFailure(err, "policy could not act; will retry next run"))
 		if code == ExitHealthy {
 			code = ExitInternal
 		}
@@ -241,14 +241,40 @@ func (p Program) applyPolicy(ctx context.Context, log *logrus.Entry, node string
 	}
 	if loadErr != nil && !errors.Is(loadErr, policy.ErrCorrupt) {
 		// Unreadable (EIO, permissions): do not overwrite what we could not read.
-		return run.State, errors.Join(applyErr, loadErr)
+		return run.State, stateLost(applyErr, fmt.Errorf("unreadable, not overwritten: %w", loadErr))
 	}
 	if !run.State.Equal(prev) {
 		if err := store.Save(run.State); err != nil {
-			return run.State, errors.Join(applyErr, err)
+			return run.State, stateLost(applyErr, err)
 		}
 	}
 	return run.State, applyErr
+}
+
+// errStateLost marks an applyPolicy error that is only about the policy
+// state file: what the policy did in Slurm (its printed and logged
+// outcome, a drain included) stands, but the next run starts from the
+// state saved before (and adopts a drain it finds on the node). A full or
+// read-only state directory must not be logged as a drain not made.
+var errStateLost = errors.New("policy state not saved")
+
+// stateLost is the error of a policy run whose state could not be kept:
+// marked errStateLost when the policy itself acted, joined to its error
+// otherwise.
+func stateLost(applyErr, err error) error {
+	if applyErr != nil {
+		return errors.Join(applyErr, err)
+	}
+	return fmt.Errorf("%w: %w", errStateLost, err)
+}
+
+// policyFailure is the log message for applyPolicy's error: failed, unless
+// only the state was lost.
+func policyFailure(err error, failed string) string {
+	if errors.Is(err, errStateLost) {
+		return "policy acted, but its state could not be saved; the next run starts from the state saved before"
+	}
+	return failed
 }
 
 func exitCode(results []check.Result) int {
