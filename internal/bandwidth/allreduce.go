@@ -92,7 +92,10 @@ func parseAllReduce(out []byte) (allReduce, error) {
 			}
 			if wrongCol[k] < len(head) && head[wrongCol[k]] == "#wrong" {
 				if n, err := strconv.ParseInt(f[wrongCol[k]], 10, 64); err == nil && n >= 0 {
-					r.wrong = max(r.wrong, 0) + n
+					// Saturating: a sum that wrapped negative would read as
+					// "not validated" and pass a run with wrong results.
+					sum := max(r.wrong, 0)
+					r.wrong = sum + min(n, math.MaxInt64-sum)
 				}
 			}
 		}

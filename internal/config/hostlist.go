@@ -236,22 +236,36 @@ func (p hostPattern) match(node string) bool {
 }
 
 // matchSegs matches without expanding: a range segment tries each leading
-// run of digits, since "gpu[1-2][0-9]" leaves the split point open.
+// run of digits, since "gpu[1-2][0-9]" leaves the split point open. Each
+// (segment, offset) pair is tried once: without that, a list of many
+// ranges ("[1-999999999]" ten times) against a long name of digits tries
+// every way to cut the name, minutes of work on every run.
 func matchSegs(segs []segment, s string) bool {
-	if len(segs) == 0 {
-		return s == ""
-	}
-	sg := segs[0]
-	if sg.ranges == nil {
-		rest, ok := strings.CutPrefix(s, sg.lit)
-		return ok && matchSegs(segs[1:], rest)
-	}
-	for n := 1; n <= len(s) && n <= maxDigits && s[n-1] >= '0' && s[n-1] <= '9'; n++ {
-		if sg.has(s[:n]) && matchSegs(segs[1:], s[n:]) {
-			return true
+	failed := map[[2]int]bool{}
+	var match func(i, at int) bool
+	match = func(i, at int) bool {
+		if i == len(segs) {
+			return at == len(s)
 		}
+		if failed[[2]int{i, at}] {
+			return false
+		}
+		sg, rest := segs[i], s[at:]
+		if sg.ranges == nil {
+			if strings.HasPrefix(rest, sg.lit) && match(i+1, at+len(sg.lit)) {
+				return true
+			}
+		} else {
+			for n := 1; n <= len(rest) && n <= maxDigits && rest[n-1] >= '0' && rest[n-1] <= '9'; n++ {
+				if sg.has(rest[:n]) && match(i+1, at+n) {
+					return true
+				}
+			}
+		}
+		failed[[2]int{i, at}] = true
+		return false
 	}
-	return false
+	return match(0, 0)
 }
 
 // has reports whether digits is exactly how one of the ranges prints a number.

@@ -229,8 +229,8 @@ func isBare(c byte) bool {
 // skipString moves past a one-line string whose opening quote is consumed.
 func (s *keyScanner) skipString(q byte, escapes bool) {
 	for s.i < len(s.src) && s.src[s.i] != q && s.src[s.i] != '\n' {
-		if escapes && s.src[s.i] == '\\' {
-			s.i++
+		if escapes && s.src[s.i] == '\\' && s.i+1 < len(s.src) {
+			s.i++ // a '\' that ends the file escapes nothing
 		}
 		s.i++
 	}

@@ -28,7 +28,12 @@ func ParseSize(s string) (uint64, error) {
 	if err != nil || v < 0 {
 		return 0, errorf("bad size %q: %q is not a non-negative number", s, num)
 	}
-	return uint64(v * float64(mult)), nil
+	b := v * float64(mult)
+	if b >= 1<<64 {
+		// uint64 of a larger float is undefined (amd64 gives 2^63).
+		return 0, errorf("bad size %q: more than 16 EiB", s)
+	}
+	return uint64(b), nil
 }
 
 // Floor is a free-space floor: an absolute byte count or a percentage.
@@ -47,7 +52,7 @@ func ParseFloor(s string) (Floor, error) {
 	}
 	if p, ok := strings.CutSuffix(t, "%"); ok {
 		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil || v < 0 || v > 100 {
+		if err != nil || !(v >= 0 && v <= 100) { // NaN too
 			return Floor{}, errorf("bad percentage %q: want 0%% to 100%%", s)
 		}
 		return Floor{Percent: v, IsPercent: true}, nil

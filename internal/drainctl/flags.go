@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"path"
 	"regexp"
 	"strconv"
@@ -204,12 +205,15 @@ func parseAgo(s string) (time.Duration, bool) {
 		if m[2] == "w" {
 			day *= 7
 		}
+		if time.Duration(n) > (math.MaxInt64-total)/day {
+			return 0, false // past a time.Duration (292 years): it would wrap
+		}
 		total += time.Duration(n) * day
 		rest = rest[len(m[0]):]
 	}
 	if rest != "" {
 		d, err := time.ParseDuration(rest)
-		if err != nil {
+		if err != nil || d > math.MaxInt64-total {
 			return 0, false
 		}
 		total += d

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -124,6 +125,21 @@ func TestCheckConfigDefaultLimit(t *testing.T) {
 	}
 }
 
+// lockedBuffer is a bytes.Buffer for the two writers of a SIGTERM run:
+// the signal's last line on stderr and the run's own log, which the
+// test's Exit does not stop as os.Exit would (an *os.File takes
+// concurrent writes; a bytes.Buffer does not).
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
 // SIGTERM while a check hangs: an event names the check still running,
 // and the program exits at once.
 func TestSIGTERMLeavesATrace(t *testing.T) {
@@ -132,7 +148,7 @@ func TestSIGTERMLeavesATrace(t *testing.T) {
 	b.hangModules(t)
 	term := make(chan os.Signal, 1)
 	exited := make(chan int, 1)
-	var out, errb bytes.Buffer
+	var out, errb lockedBuffer
 	p := Program{Process: runenv.Process{
 		Args:     []string{"--config", b.cfg},
 		Getenv:   func(k string) string { return map[string]string{"SLURMD_NODENAME": "gpu007"}[k] },

@@ -79,7 +79,9 @@ func Sanitize(s string) string {
 	for cut > 0 && !utf8.RuneStart(out[cut]) {
 		cut--
 	}
-	return out[:cut]
+	// The cut may fall just after a space: the reason ends in a word, as
+	// an uncut one does, so that Sanitize leaves its own output as it is.
+	return strings.TrimRight(out[:cut], " ")
 }
 
 // checkName is the shape of a check's name: "host.mounts", "gpu.xid",
@@ -97,10 +99,17 @@ func ParseReason(reason string) (check, component, message string, ok bool) {
 	}
 	body = strings.TrimSpace(body)
 	parts := strings.SplitN(body, ": ", 3)
-	if len(parts) == 3 && checkName.MatchString(parts[0]) && parts[1] != "" {
+	if len(parts) == 2 && strings.HasSuffix(parts[1], ":") {
+		// An empty message: Sanitize cut Reason's "… <component>: " short.
+		parts = append(parts[:1], strings.TrimSuffix(parts[1], ":"), "")
+	}
+	if len(parts) == 3 && checkName.MatchString(parts[0]) {
 		// Drop the identifiers Component added: "gpu3 (SN …, 0000:4e:00.0)".
-		comp, _, _ := strings.Cut(parts[1], " (")
-		return parts[0], comp, parts[2], true
+		// Reason never writes an empty component, nor one that is only
+		// identifiers ("gpuhc: x:  (y): z" is free text).
+		if comp, _, _ := strings.Cut(parts[1], " ("); comp != "" {
+			return parts[0], comp, parts[2], true
+		}
 	}
 	return "", "", body, false
 }

@@ -15,7 +15,10 @@ import (
 // minNodePost is the first API version with node POST (Slurm 23.02).
 const minNodePost = 39
 
-var nodePathRE = regexp.MustCompile(`^/slurm/v0\.0\.(\d+)/node/\{[A-Za-z_]+\}$`)
+// nodePathRE takes N as slurmrestd writes it, without leading zeros and
+// of at most 3 digits (versionRE): the version picked is then one the
+// document serves under that very name, and one the cache keeps.
+var nodePathRE = regexp.MustCompile(`^/slurm/v0\.0\.(0|[1-9][0-9]{0,2})/node/\{[A-Za-z_]+\}$`)
 
 // apiVersions is what discovery learnt: the newest version that can read a
 // node and the newest that can change one ("" when none: Slurm 22.05).
