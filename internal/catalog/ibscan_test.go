@@ -60,22 +60,32 @@ func hostMessage(rs []check.Result) string {
 	return ""
 }
 
-// One run, every RDMA consumer running at once as the runner runs them:
-// the RDMA devices are scanned once (each VPD read once), and each
-// consumer judged what that scan found.
-func TestRDMAScannedOncePerRun(t *testing.T) {
+// countScans runs b200Run's checks at once on the Env that withScan
+// builds (its scan counting into scans, under root), and fails the test
+// unless the run scanned exactly once.
+func countScans(t *testing.T, withScan func(root *string, scans *atomic.Int32) Env) map[string][]check.Result {
+	t.Helper()
 	var scans atomic.Int32
 	var root string
-	env := Env{IB: ib.GatherWith(func(ctx context.Context) (ib.Devices, error) {
-		scans.Add(1)
-		return ib.Scan(ctx, root)
-	})}
-	cfg, tasks := b200Run(t, env)
+	cfg, tasks := b200Run(t, withScan(&root, &scans))
 	root = cfg.Root
 	got := byCheck(check.Run(context.Background(), tasks))
 	if n := scans.Load(); n != 1 {
 		t.Errorf("%d scans in one run, want 1", n)
 	}
+	return got
+}
+
+// One run, every RDMA consumer running at once as the runner runs them:
+// the RDMA devices are scanned once (each VPD read once), and each
+// consumer judged what that scan found.
+func TestRDMAScannedOncePerRun(t *testing.T) {
+	got := countScans(t, func(root *string, scans *atomic.Int32) Env {
+		return Env{IB: ib.GatherWith(func(ctx context.Context) (ib.Devices, error) {
+			scans.Add(1)
+			return ib.Scan(ctx, *root)
+		})}
+	})
 	for name, want := range map[string]string{
 		"ib.port":        "8 HCAs, 8 of 8 ports active (4 NVSwitch management devices, not HCAs)",
 		"ib.gdr":         "8 GPUs, 8 HCAs",
@@ -93,18 +103,12 @@ func TestRDMAScannedOncePerRun(t *testing.T) {
 // The PCI bus too is scanned once a run, by whichever of ib.gdr, topology
 // and fabric.manager asks first (they find the GPUs and NVSwitches on it).
 func TestPCIBusScannedOncePerRun(t *testing.T) {
-	var scans atomic.Int32
-	var root string
-	env := Env{PCI: pcibus.GatherWith(func(ctx context.Context) (pcibus.Bus, error) {
-		scans.Add(1)
-		return pcibus.Scan(ctx, root)
-	})}
-	cfg, tasks := b200Run(t, env)
-	root = cfg.Root
-	got := byCheck(check.Run(context.Background(), tasks))
-	if n := scans.Load(); n != 1 {
-		t.Errorf("%d PCI bus scans in one run, want 1", n)
-	}
+	got := countScans(t, func(root *string, scans *atomic.Int32) Env {
+		return Env{PCI: pcibus.GatherWith(func(ctx context.Context) (pcibus.Bus, error) {
+			scans.Add(1)
+			return pcibus.Scan(ctx, *root)
+		})}
+	})
 	if msg := hostMessage(got["ib.gdr"]); !strings.Contains(msg, "8 GPUs, 8 HCAs") {
 		t.Errorf("ib.gdr: %q", msg)
 	}
