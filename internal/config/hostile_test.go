@@ -17,8 +17,8 @@ import (
 func TestHostileShapes(t *testing.T) {
 	size := config.MaxFile - 4096
 	tests := map[string]string{ // shape → what the first problem says; "" loads
-		"unknown-keys": "more than 100000 keys",
-		"known-keys":   "more than 100000 keys",
+		"unknown-keys": "more than 50000 keys",
+		"known-keys":   "more than 50000 keys",
 		"hosts-at-cap": "",
 		"keys-at-cap":  `unknown key "k0000000"`,
 		"long-array":   "more than 100000 values",

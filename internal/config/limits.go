@@ -15,7 +15,7 @@ const (
 	MaxDepth    = 32      // arrays and inline tables nested inside one another
 	MaxKeyParts = 32      // parts of one dotted key, its table's included
 	MaxKeyLen   = 256     // bytes of one key, dotted and quoted as in errors
-	MaxKeys     = 100_000 // key occurrences in the file
+	MaxKeys     = 50_000  // key occurrences in the file
 	MaxValues   = 100_000 // values, each array element counted
 	MaxHosts    = 4096    // [[host]] sections; a match takes host ranges
 	maxErrors   = 50      // problems listed; the rest are counted
