@@ -116,7 +116,7 @@ func parseNVBandwidth(out []byte) (*nvbwReport, error) {
 // used.
 func parseNVBWMatrix(ls []string, i int, t *nvbwTest) int {
 	if i >= len(ls) {
-		t.status = "matrix missing after " + t.desc
+		t.status = "matrix missing after " + printable(t.desc)
 		return i
 	}
 	cols, err := intFields(ls[i])

@@ -168,6 +168,9 @@ func parseReason(rest string, loc *time.Location, n *Node) error {
 		if err != nil {
 			return fmt.Errorf("reason time %q: %w", m[2], err)
 		}
+		if t.Unix() <= 0 { // no drain predates the epoch: not a time Slurm set
+			return fmt.Errorf("reason time %q is before 1970", m[2])
+		}
 		n.Reason, n.ReasonUser, n.ReasonTime = rest[:i], m[1], t
 		return nil
 	}
