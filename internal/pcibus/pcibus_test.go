@@ -11,10 +11,12 @@ import (
 	"github.com/gpuhc/gpuhc/internal/sysfsfix"
 )
 
-// On trees captured from real machines, the bus shows the GPUs and
-// NVSwitches the machines have: a DGX H100 its 8 H100s and 4 NVSwitches;
-// an HGX B200 its 8 B200s and no NVSwitch (NVLink5 switches are reached
-// through ConnectX management functions, not the PCI bus).
+// On the modelled trees (internal/sysfsfix: generated in the kernel's
+// sysfs layout, not captured), the bus shows what NVIDIA's system specs
+// give each machine: a DGX H100 8 H100s and 4 NVSwitches (DGX H100 User
+// Guide, "Hardware Overview"); an HGX B200 8 B200s and no NVSwitch on the
+// PCI bus (NVLink5 switches are reached through ConnectX management
+// functions, internal/ib/vpd.go).
 func TestScanRealTrees(t *testing.T) {
 	for _, tc := range []struct {
 		tree           string
