@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 )
 
 // allReduceSize is the one message size all_reduce_perf runs: large
@@ -28,8 +28,8 @@ type allReduce struct {
 }
 
 var (
-	arOutOfBounds = regexp.MustCompile(`Out of bounds values\s*:\s*(\d+)\s+(OK|FAILED)`)
-	arAvgBusBW    = regexp.MustCompile(`Avg bus bandwidth\s*:\s*(\S+)`)
+	arOutOfBounds = lazyre.New(`Out of bounds values\s*:\s*(\d+)\s+(OK|FAILED)`)
+	arAvgBusBW    = lazyre.New(`Avg bus bandwidth\s*:\s*(\S+)`)
 )
 
 // parseAllReduce reads nccl-tests output of any version since 2019: the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 	"github.com/gpuhc/gpuhc/internal/pciaddr"
 )
 
@@ -63,9 +63,9 @@ type nvbwRow struct {
 var (
 	// "Device 0: NVIDIA H100 80GB HBM3 (00000000:19:00)"; versions before
 	// 0.5 print no address.
-	nvbwDeviceLine = regexp.MustCompile(`^Device (\d+): (.*?)(?: \(([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\))?$`)
-	nvbwRunning    = regexp.MustCompile(`^Running (\S+?)\.?$`)
-	nvbwStatus     = regexp.MustCompile(`^(?i:error|waived)\b:?\s*(.*)$`)
+	nvbwDeviceLine = lazyre.New(`^Device (\d+): (.*?)(?: \(([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\))?$`)
+	nvbwRunning    = lazyre.New(`^Running (\S+?)\.?$`)
+	nvbwStatus     = lazyre.New(`^(?i:error|waived)\b:?\s*(.*)$`)
 )
 
 // maxNVBWDevices bounds the matrix size a report may claim.

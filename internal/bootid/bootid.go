@@ -7,16 +7,16 @@ package bootid
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"sync"
 
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // Path is where the kernel publishes it, relative to the root.
 const Path = "proc/sys/kernel/random/boot_id"
 
-var re = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+var re = lazyre.New(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 // Read reads the boot id under root; anything but a lower-case UUID is an
 // error.

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 )
 
 // Fabric holds the fabric.* checks' settings (design.md §5).
@@ -88,7 +90,7 @@ const (
 
 // unitName is a systemd service or scope name (systemd.unit(5): ASCII
 // letters, digits, ":", "-", "_", ".", "\" and "@" for instances).
-var unitName = regexp.MustCompile(`^[A-Za-z0-9:_.\\@-]+\.(service|scope)$`)
+var unitName = lazyre.New(`^[A-Za-z0-9:_.\\@-]+\.(service|scope)$`)
 
 func (ps *problems) fabric(c Fabric, deadline time.Duration) {
 	m := c.Manager

@@ -2,12 +2,13 @@ package config
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"time"
+
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 )
 
-var driverVersion = regexp.MustCompile(`^[0-9]+(\.[0-9]+){0,2}$`)
+var driverVersion = lazyre.New(`^[0-9]+(\.[0-9]+){0,2}$`)
 
 func (ps *problems) gpu(g GPU, deadline time.Duration) {
 	for name, c := range map[string]Common{

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"math"
 	"path"
-	"regexp"
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 )
 
 // IB holds the ib.* checks' settings (design.md §6).
@@ -213,7 +214,7 @@ func (ps *problems) ib(c IB, deadline time.Duration) {
 // it (MODULE_NAME_LEN is 56 with the NUL); "-" is accepted as modprobe
 // accepts it, and compared as "_". It is also a path component under
 // /sys/module, so nothing else may pass.
-var moduleName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,55}$`)
+var moduleName = lazyre.New(`^[A-Za-z0-9_-]{1,55}$`)
 
 // printableLine accepts "" or a short line of printable characters without
 // surrounding blanks, as sysfs fw_ver values are once read.

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io/fs"
 	"reflect"
-	"regexp"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
@@ -329,7 +329,7 @@ func parentPath(p string) string {
 	return p[:max(strings.LastIndexAny(p, ".["), 0)]
 }
 
-var indexRe = regexp.MustCompile(`\[\d+\]`)
+var indexRe = lazyre.New(`\[\d+\]`)
 
 // plainKey drops array indices: "checks.mounts.mount[1].path" names the
 // key "checks.mounts.mount.path".

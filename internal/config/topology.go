@@ -2,10 +2,11 @@ package config
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 )
 
 // Topology checks how GPUs and HCAs sit on the PCI hierarchy: each GPU's
@@ -41,7 +42,7 @@ func defaultTopology() Topology {
 
 // pciAddr is a PCI address as sysfs ("0000:18:00.0", "10000:01:00.0" in a
 // VMD domain) or NVML ("00000000:18:00.0") writes it.
-var pciAddr = regexp.MustCompile(`^([0-9A-Fa-f]{4,8}):([0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])$`)
+var pciAddr = lazyre.New(`^([0-9A-Fa-f]{4,8}):([0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])$`)
 
 // ParsePair splits a checks.topology.pairs entry into the GPU's PCI
 // address, written as sysfs does ("0000:18:00.0"), and the HCA's name.

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 )
 
 // typeCheck walks a generic decode of the file alongside the schema and
@@ -171,7 +172,7 @@ func describe(v any) string {
 
 // tomlPrefix splits what BurntSushi puts before its message; only some of
 // its errors are ParseErrors with a structured position.
-var tomlPrefix = regexp.MustCompile(`(?s)^toml: (?:line (\d+) )?(?:\(last key "((?:[^"\\]|\\.)*)"\): )?(.*)$`)
+var tomlPrefix = lazyre.New(`(?s)^toml: (?:line (\d+) )?(?:\(last key "((?:[^"\\]|\\.)*)"\): )?(.*)$`)
 
 // tomlError turns a decoder error into an Error with whatever position and
 // key it carries.

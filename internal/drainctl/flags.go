@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"math"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 	"github.com/gpuhc/gpuhc/internal/slurm"
 )
 
@@ -164,7 +164,7 @@ func checkMatcher(expr string) func(string) bool {
 	}
 }
 
-var daysRE = regexp.MustCompile(`^(\d+)([dw])`)
+var daysRE = lazyre.New(`^(\d+)([dw])`)
 
 // parseWhen reads a --since/--until value: a duration back from now
 // ("36h", "7d", "2w", "1d12h") or a time ("2026-11-30",

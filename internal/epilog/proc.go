@@ -7,9 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 )
 
 // Proc is what /proc says about a process holding a GPU.
@@ -163,7 +164,7 @@ func parseStatus(b []byte) (Proc, error) {
 	return p, nil
 }
 
-var jobDir = regexp.MustCompile(`^job_([1-9][0-9]{0,19})$`)
+var jobDir = lazyre.New(`^job_([1-9][0-9]{0,19})$`)
 
 // cgroupJob finds "job_<id>" in the process's cgroup paths, as Slurm's
 // task/cgroup names them (v1: /slurm/uid_1000/job_123/step_0; v2:

@@ -18,10 +18,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"sort"
 	"strings"
+
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 )
 
 // The checks, statuses and actions an item may expect. ERROR and SKIP
@@ -34,7 +35,7 @@ var (
 
 // pciAddr is the component form the brief fixes for a PCI device:
 // domain (4 hex digits, 5 on a VMD domain), bus, device, function.
-var pciAddr = regexp.MustCompile(`^[0-9a-f]{4,5}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
+var pciAddr = lazyre.New(`^[0-9a-f]{4,5}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
 
 // KernelItem is one kernel log line with its expected verdict.
 type KernelItem struct {

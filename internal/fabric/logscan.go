@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
@@ -312,7 +313,7 @@ func (r *logReader) match(line string, sc *logScan) {
 
 // lineStamp is Fabric Manager's line prefix, "[Jul 23 2024 07:53:55] ",
 // in the node's local time.
-var lineStamp = regexp.MustCompile(`^\[([A-Z][a-z]{2} [ 0-9]?[0-9] [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2})\]`)
+var lineStamp = lazyre.New(`^\[([A-Z][a-z]{2} [ 0-9]?[0-9] [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2})\]`)
 
 func lineTime(line string, loc *time.Location) time.Time {
 	m := lineStamp.FindStringSubmatch(line)

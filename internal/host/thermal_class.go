@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 	"github.com/gpuhc/gpuhc/internal/pciaddr"
 )
 
@@ -22,7 +22,7 @@ const (
 )
 
 // rdmaName is what we accept as an RDMA device name in a component.
-var rdmaName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+var rdmaName = lazyre.New(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // classify sets the class, component and message prefix of one hwmon
 // device's sensors. dir is the hwmonN directory, name its hwmon name.

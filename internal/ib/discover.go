@@ -9,13 +9,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/Mellanox/rdmamap"
 
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 	"github.com/gpuhc/gpuhc/internal/pciaddr"
 	"github.com/gpuhc/gpuhc/internal/sysread"
 )
@@ -274,7 +274,7 @@ func readPort(dir string, num int) Port {
 // spaces ("7: Phy Test") or dashes, and a phys_state the kernel has no
 // name for (0, or beyond 7) reads "<unknown>" (phys_state_to_str), which
 // is a state that is not LinkUp, not garbage.
-var enumRe = regexp.MustCompile(`^[0-9]{1,3}: ([A-Za-z][A-Za-z0-9 _-]{0,39}|<unknown>)$`)
+var enumRe = lazyre.New(`^[0-9]{1,3}: ([A-Za-z][A-Za-z0-9 _-]{0,39}|<unknown>)$`)
 
 // readEnumAttr reads a "<number>: <name>" attribute and returns the name.
 func readEnumAttr(p string) (string, error) {

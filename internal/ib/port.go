@@ -3,13 +3,13 @@ package ib
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 )
 
 type portCheck struct {
@@ -314,7 +314,7 @@ func judgeActive(v *verdict, what string, want int, pc portCount) {
 	}
 }
 
-var numbered = regexp.MustCompile(`^(.*?)([0-9]+)$`)
+var numbered = lazyre.New(`^(.*?)([0-9]+)$`)
 
 // missingNames guesses which devices are gone from the gaps in their
 // numbering (mlx5_0..mlx5_7 without mlx5_3). The kernel renumbers devices

@@ -1,9 +1,8 @@
 package kernlog
 
 import (
-	"regexp"
-
 	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 	"github.com/gpuhc/gpuhc/internal/pciaddr"
 )
 
@@ -22,7 +21,7 @@ type Rule struct {
 	Has []string
 	// Match is tried on the line's text. A group named c, where there is
 	// one, names the component; the first non-empty c wins.
-	Match *regexp.Regexp
+	Match *lazyre.Regexp
 	// MaxLevel: a line whose syslog level is known and less severe than
 	// this never matches, so an info or debug line that happens to quote
 	// the words cannot fire. All these messages are printed at warning
@@ -33,9 +32,9 @@ type Rule struct {
 	Comp  func(string) string
 	Fixed string
 	// Ignore: components that never count (loop devices, CD-ROMs).
-	Ignore *regexp.Regexp
+	Ignore *lazyre.Regexp
 	// Unless: a matching line that also matches this does not count.
-	Unless *regexp.Regexp
+	Unless *lazyre.Regexp
 	Status check.Status
 	Action check.Action
 	// OffPath, when set, is the status for a PCI device that is neither a
@@ -75,7 +74,7 @@ func aerLine(sev, dpc string) string {
 // CD-ROMs, RAM disks, zram, floppies and nbd. A user's own overlay image
 // (Apptainer --overlay) lives on a loop device, so its filesystem errors
 // are the user's.
-var scratchDisks = regexp.MustCompile(`^(?:loop|sr|ram|zram|fd|nbd)\d+(?:p\d+)?$`)
+var scratchDisks = lazyre.New(`^(?:loop|sr|ram|zram|fd|nbd)\d+(?:p\d+)?$`)
 
 func asIs(s string) string { return s }
 func cpu(s string) string  { return "cpu" + s }
@@ -110,14 +109,14 @@ var Rules = []Rule{
 		// detail line carries the verdict.
 		Name: "aer_fatal", What: "PCIe AER uncorrected fatal error",
 		Has:      []string{"Uncorrect", "ERR_FATAL"},
-		Match:    regexp.MustCompile(aerLine(`Fatal`, `ERR_FATAL`)),
+		Match:    lazyre.New(aerLine(`Fatal`, `ERR_FATAL`)),
 		MaxLevel: 4, Comp: pciaddr.Normalize,
 		Status: check.Fail, Action: check.ActionReboot, Sticky: true,
 	},
 	{
 		Name: "aer_nonfatal", What: "PCIe AER uncorrected non-fatal error",
 		Has:      []string{"Uncorrect", "ERR_NONFATAL"},
-		Match:    regexp.MustCompile(aerLine(`Non-Fatal`, `ERR_NONFATAL`)),
+		Match:    lazyre.New(aerLine(`Non-Fatal`, `ERR_NONFATAL`)),
 		MaxLevel: 4, Comp: pciaddr.Normalize,
 		Status: check.Fail, Action: check.ActionDrain, OffPath: check.Warn, Sticky: true,
 	},
@@ -127,7 +126,7 @@ var Rules = []Rule{
 		// KERN_WARNING and does not match: no " UE ").
 		Name: "edac_ue", What: "uncorrected memory error (EDAC)",
 		Has:      []string{" UE "},
-		Match:    regexp.MustCompile(`^EDAC MC(?P<c>\d+): (?:\d+ )?UE `),
+		Match:    lazyre.New(`^EDAC MC(?P<c>\d+): (?:\d+ )?UE `),
 		MaxLevel: 4, Comp: mc,
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
 	},
@@ -139,7 +138,7 @@ var Rules = []Rule{
 		// ("Machine check events logged") do not match.
 		Name: "mce_ue", What: "uncorrected memory error (machine check)",
 		Has:      []string{"mce: Uncorrected", "Memory failure: "},
-		Match:    regexp.MustCompile(`^mce: Uncorrected hardware memory error|^Memory failure: 0x[0-9a-f]+: `),
+		Match:    lazyre.New(`^mce: Uncorrected hardware memory error|^Memory failure: 0x[0-9a-f]+: `),
 		MaxLevel: 4, Fixed: "memory",
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
 	},
@@ -150,7 +149,7 @@ var Rules = []Rule{
 		// kernel for 20 s is the kernel's fault, not the task's.
 		Name: "soft_lockup", What: "soft lockup",
 		Has:      []string{"BUG: soft lockup"},
-		Match:    regexp.MustCompile(`BUG: soft lockup - CPU#(?P<c>\d+) stuck for \d+s!`),
+		Match:    lazyre.New(`BUG: soft lockup - CPU#(?P<c>\d+) stuck for \d+s!`),
 		MaxLevel: 4, Comp: cpu,
 		Status: check.Fail, Action: check.ActionReboot, Sticky: true,
 	},
@@ -161,7 +160,7 @@ var Rules = []Rule{
 		// rcu_sched_state detected stall on CPU 0".
 		Name: "rcu_stall", What: "RCU stall",
 		Has:      []string{"INFO: rcu_"},
-		Match:    regexp.MustCompile(`INFO: rcu_\w+ (?:detected (?:expedited )?stalls? on CPU|self-detected stall on CPU)`),
+		Match:    lazyre.New(`INFO: rcu_\w+ (?:detected (?:expedited )?stalls? on CPU|self-detected stall on CPU)`),
 		MaxLevel: 4, Fixed: "kernel",
 		Status: check.Fail, Action: check.ActionReboot, Sticky: true,
 	},
@@ -173,7 +172,7 @@ var Rules = []Rule{
 		// what an admin wants to see; a WARN never drains.
 		Name: "hung_task", What: "task hung",
 		Has:      []string{"blocked for more than"},
-		Match:    regexp.MustCompile(`^INFO: task \S+:\d+ blocked for more than \d+ seconds`),
+		Match:    lazyre.New(`^INFO: task \S+:\d+ blocked for more than \d+ seconds`),
 		MaxLevel: 4, Fixed: "kernel",
 		Status: check.Warn, Action: check.ActionNone,
 	},
@@ -193,7 +192,7 @@ var Rules = []Rule{
 		// failed I/O from the buffer layer; both prints are rate-limited
 		// on their own, so either may stand alone.
 		Has:      []string{" error, dev ", "Buffer I/O error on dev"},
-		Match:    regexp.MustCompile(`(?:^|: )(?:I/O|critical medium|critical target|critical nexus|timeout|protection) error, dev (?P<c>[^,\s]+), sector|^Buffer I/O error on dev(?:ice)? (?P<c>[^,\s]+), logical block`),
+		Match:    lazyre.New(`(?:^|: )(?:I/O|critical medium|critical target|critical nexus|timeout|protection) error, dev (?P<c>[^,\s]+), sector|^Buffer I/O error on dev(?:ice)? (?P<c>[^,\s]+), logical block`),
 		MaxLevel: 4, Comp: asIs,
 		Ignore: scratchDisks,
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
@@ -204,7 +203,7 @@ var Rules = []Rule{
 		// (Write) QID 7 timeout, aborting …".
 		Name: "nvme_timeout", What: "NVMe command timeout",
 		Has:      []string{" timeout"},
-		Match:    regexp.MustCompile(`^nvme (?P<c>nvme\d+): I/O .*QID \d+ timeout`),
+		Match:    lazyre.New(`^nvme (?P<c>nvme\d+): I/O .*QID \d+ timeout`),
 		MaxLevel: 4, Comp: asIs,
 		Status: check.Warn, Action: check.ActionNone,
 	},
@@ -215,7 +214,7 @@ var Rules = []Rule{
 		// "Disabling device after reset failure: -19".
 		Name: "nvme_down", What: "NVMe controller down",
 		Has:      []string{"nvme nvme"},
-		Match:    regexp.MustCompile(`^nvme (?P<c>nvme\d+): (?:controller is down; will reset|Device not ready; aborting reset|Removing after probe failure|Disabling device after reset failure)`),
+		Match:    lazyre.New(`^nvme (?P<c>nvme\d+): (?:controller is down; will reset|Device not ready; aborting reset|Removing after probe failure|Disabling device after reset failure)`),
 		MaxLevel: 4, Comp: asIs,
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
 	},
@@ -226,7 +225,7 @@ var Rules = []Rule{
 		// (a USB stick, an EFI partition) does not count.
 		Name: "fs_readonly", What: "filesystem remounted read-only",
 		Has:   []string{"Remounting filesystem read-only", "forced readonly"},
-		Match: regexp.MustCompile(`^EXT[234]-fs \((?P<c>[^)]+)\): Remounting filesystem read-only|^BTRFS \w+ \(device (?P<c>[^)]+)\): forced readonly`),
+		Match: lazyre.New(`^EXT[234]-fs \((?P<c>[^)]+)\): Remounting filesystem read-only|^BTRFS \w+ \(device (?P<c>[^)]+)\): forced readonly`),
 		// btrfs_handle_fs_error prints "forced readonly" with btrfs_info
 		// (KERN_INFO): up to info, or it could never fire on a node.
 		MaxLevel: 6, Comp: asIs,
@@ -240,7 +239,7 @@ var Rules = []Rule{
 		// kworker/u16:3: Detected aborted journal".
 		Name: "journal_abort", What: "ext4 journal aborted",
 		Has:      []string{"Aborting journal on device", "Detected aborted journal"},
-		Match:    regexp.MustCompile(`^Aborting journal on device (?P<c>\S+?)(?:-\d+)?\.$|^EXT4-fs error \(device (?P<c>[^)]+)\):.*Detected aborted journal`),
+		Match:    lazyre.New(`^Aborting journal on device (?P<c>\S+?)(?:-\d+)?\.$|^EXT4-fs error \(device (?P<c>[^)]+)\):.*Detected aborted journal`),
 		MaxLevel: 4, Comp: asIs,
 		Ignore: scratchDisks,
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
@@ -256,7 +255,7 @@ var Rules = []Rule{
 		// (xfs_notice, level 5), printed only on a shutdown.
 		Name: "xfs_shutdown", What: "XFS filesystem shut down",
 		Has:      []string{"XFS ("},
-		Match:    regexp.MustCompile(`^XFS \((?P<c>[^)]+)\): (?:.*[Ss]hutting down filesystem|Filesystem has been shut down|xfs_do_force_shutdown\(0x[0-9a-f]+\) called from line)`),
+		Match:    lazyre.New(`^XFS \((?P<c>[^)]+)\): (?:.*[Ss]hutting down filesystem|Filesystem has been shut down|xfs_do_force_shutdown\(0x[0-9a-f]+\) called from line)`),
 		MaxLevel: 5, Comp: asIs,
 		Ignore: scratchDisks,
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
@@ -270,7 +269,7 @@ var Rules = []Rule{
 		// 0x8: unrecoverable hardware error" (hsynd_str).
 		Name: "mlx5_fatal", What: "mlx5 firmware fatal error",
 		Has:      []string{"health compromised", "Fatal error ", "synd 0x"},
-		Match:    regexp.MustCompile(`^mlx5_core (?P<c>` + pciName + `): (?:\S+:\d+:\(pid \d+\): )?(?:device's health compromised|Fatal error \d+ detected|synd 0x[0-9a-f]+: )`),
+		Match:    lazyre.New(`^mlx5_core (?P<c>` + pciName + `): (?:\S+:\d+:\(pid \d+\): )?(?:device's health compromised|Fatal error \d+ detected|synd 0x[0-9a-f]+: )`),
 		MaxLevel: 4, Comp: pciaddr.Normalize,
 		Status: check.Fail, Action: check.ActionReboot, Sticky: true,
 	},
@@ -288,8 +287,8 @@ var Rules = []Rule{
 		// at its job's limit, drained the node). slurmd and
 		// nv-fabricmanager run as root; one whose line (4.19+) names
 		// another UID is a user's program of that name.
-		Match:    regexp.MustCompile(`^(?:Out of memory: )?Killed process \d+ \((?P<c>slurmd|munged|nvidia-persiste|nv-fabricmanage)\)`),
-		Unless:   regexp.MustCompile(`\((?:slurmd|nv-fabricmanage)\).* UID:[1-9]`),
+		Match:    lazyre.New(`^(?:Out of memory: )?Killed process \d+ \((?P<c>slurmd|munged|nvidia-persiste|nv-fabricmanage)\)`),
+		Unless:   lazyre.New(`\((?:slurmd|nv-fabricmanage)\).* UID:[1-9]`),
 		MaxLevel: 4, Comp: daemon,
 		Status: check.Fail, Action: check.ActionDrain, Sticky: true,
 	},

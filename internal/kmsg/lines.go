@@ -1,8 +1,9 @@
 package kmsg
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 )
 
 // fragment is a line being rebuilt; last indexes its latest record.
@@ -23,13 +24,13 @@ const joinWindow = 16
 //
 // (the rules' own patterns, in xid and sxid, decide what the line says;
 // this only decides whether it is whole).
-var errorStart = regexp.MustCompile(`^(?:NVRM: Xid|nvidia-nvswitch[0-9]*: SXid)\b`)
+var errorStart = lazyre.New(`^(?:NVRM: Xid|nvidia-nvswitch[0-9]*: SXid)\b`)
 
 // errorDone is such a line that has its number: "(...): N" and, if
 // anything more, a comma after it. The rest of the message may still come
 // in a continuation (joined as any other), but the number is what a rule
 // cannot do without.
-var errorDone = regexp.MustCompile(`^(?:NVRM: Xid|nvidia-nvswitch[0-9]*: SXid) \([^()]*\): [0-9]+(?:,.*)?$`)
+var errorDone = lazyre.New(`^(?:NVRM: Xid|nvidia-nvswitch[0-9]*: SXid) \([^()]*\): [0-9]+(?:,.*)?$`)
 
 // continuation reports whether r carries on an earlier line rather than
 // start one. printk without a trailing newline followed by a KERN_CONT

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 )
 
 // A saved kernel log (gpuhc-healthcheck --kernel-log FILE) comes in
@@ -38,37 +39,37 @@ import (
 
 var (
 	// "<6>[  219.470123] text" (dmesg -r): the PRI, then dmesg's line.
-	rawPrefix = regexp.MustCompile(`^<([0-9]{1,4})>(.*)$`)
+	rawPrefix = lazyre.New(`^<([0-9]{1,4})>(.*)$`)
 	// "kern  :warn  : [  219.470123] text" (dmesg -x).
-	decoded = regexp.MustCompile(`^([a-z]+) *:([a-z]+) *: ?(.*)$`)
+	decoded = lazyre.New(`^([a-z]+) *:([a-z]+) *: ?(.*)$`)
 	// "[  219.470123] text": seconds and microseconds since boot; "[
 	// +0.000001]" (dmesg -H) is the time since the line before.
-	monotonic = regexp.MustCompile(`^\[ *(\+?)([0-9]+)\.([0-9]{1,9})\] ?(.*)$`)
+	monotonic = lazyre.New(`^\[ *(\+?)([0-9]+)\.([0-9]{1,9})\] ?(.*)$`)
 	// "2025-01-21T04:41:44,283302+00:00 text" (dmesg --time-format iso).
-	isoStamp = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})? (.*)$`)
+	isoStamp = lazyre.New(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})? (.*)$`)
 	// "[Tue Mar  5 22:23:56 2024] text" (dmesg -T).
-	wallClock = regexp.MustCompile(`^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4}\] ?(.*)$`)
+	wallClock = lazyre.New(`^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4}\] ?(.*)$`)
 	// "Mar  5 22:23:56[.123456] host prog[pid]: text" (BSD syslog,
 	// journalctl's short and short-precise).
 	// The day may be unpadded ("Dec 1"), and journal pastes may leave the
 	// host out ("Mar 27 17:40:36 kernel: text", hostless).
-	bsdSyslog = regexp.MustCompile(`^[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)? +(\S+) ([^\s:\[]+)(?:\[[0-9]+\])?: ?(.*)$`)
-	hostless  = regexp.MustCompile(`^(?:[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)? +)?kernel: ?(.*)$`)
+	bsdSyslog = lazyre.New(`^[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)? +(\S+) ([^\s:\[]+)(?:\[[0-9]+\])?: ?(.*)$`)
+	hostless  = lazyre.New(`^(?:[A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)? +)?kernel: ?(.*)$`)
 	// "2024-03-05T22:23:56.123456+00:00 host prog[pid]: text" (RFC 3339
 	// syslog, journalctl -o short-iso and short-iso-precise).
-	isoSyslog = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})? (\S+) ([^\s:\[]+)(?:\[[0-9]+\])?: ?(.*)$`)
+	isoSyslog = lazyre.New(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})? (\S+) ([^\s:\[]+)(?:\[[0-9]+\])?: ?(.*)$`)
 	// "2024-03-05T22:23:56,123456+00:00 text" (dmesg --time-format=iso):
 	// a comma before the fraction and no host, unlike RFC 3339 syslog.
-	isoDmesg = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]+(?:Z|[+-][0-9]{2}:?[0-9]{2})? (.*)$`)
+	isoDmesg = lazyre.New(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]+(?:Z|[+-][0-9]{2}:?[0-9]{2})? (.*)$`)
 	// "[  T298]" or "[  C12]" after the timestamp: the caller, which
 	// CONFIG_PRINTK_CALLER kernels print (and record as caller=T298).
-	callerID = regexp.MustCompile(`^ ?\[ *([TC][0-9]+)\] ?(.*)$`)
+	callerID = lazyre.New(`^ ?\[ *([TC][0-9]+)\] ?(.*)$`)
 	// "host kernel: text" after journalctl -o short-monotonic's timestamp.
-	monoHost = regexp.MustCompile(`^\S+ kernel: (.*)$`)
+	monoHost = lazyre.New(`^\S+ kernel: (.*)$`)
 	// A /dev/kmsg record's header: "PRI,SEQ,TS[,FLAGS...];".
-	recordHead = regexp.MustCompile(`^[0-9]{1,5},[0-9]{1,20},[0-9]{1,20}(?:,[^;]*)?;`)
+	recordHead = lazyre.New(`^[0-9]{1,5},[0-9]{1,20},[0-9]{1,20}(?:,[^;]*)?;`)
 	// A dictionary line after a record: " SUBSYSTEM=pci".
-	dictLine = regexp.MustCompile(`^ [A-Z_][A-Z0-9_]*=`)
+	dictLine = lazyre.New(`^ [A-Z_][A-Z0-9_]*=`)
 )
 
 // levels are dmesg -x's level names, by syslog level.

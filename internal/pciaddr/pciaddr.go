@@ -7,15 +7,16 @@ package pciaddr
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 )
 
 // sysfsName is a PCI function as sysfs names its device directory: lower
 // case, a domain of 4 hex digits or more (VMD domains have 5), bus,
 // device, function.
-var sysfsName = regexp.MustCompile(`^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
+var sysfsName = lazyre.New(`^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
 
 // LogPattern is a PCI address as drivers write it in kernel log lines,
 // for use inside a regular expression: any case, a domain of 4 to 8 hex

@@ -5,12 +5,12 @@ package policy
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 )
 
 // Prefix marks a drain reason as gpuhc's own.
@@ -87,7 +87,7 @@ func Sanitize(s string) string {
 // checkName is the shape of a check's name: "host.mounts", "gpu.xid",
 // "healthcheck". It tells a reason Reason wrote from an admin's free text
 // after the prefix ("gpuhc: replacing GPU 3: ticket 42").
-var checkName = regexp.MustCompile(`^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$`)
+var checkName = lazyre.New(`^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$`)
 
 // ParseReason splits a reason in Reason's form back into its check,
 // component and message; ok is false for any other reason. For a gpuhc

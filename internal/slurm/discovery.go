@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 )
 
 // minNodePost is the first API version with node POST (Slurm 23.02).
@@ -18,7 +19,7 @@ const minNodePost = 39
 // nodePathRE takes N as slurmrestd writes it, without leading zeros and
 // of at most 3 digits (versionRE): the version picked is then one the
 // document serves under that very name, and one the cache keeps.
-var nodePathRE = regexp.MustCompile(`^/slurm/v0\.0\.(0|[1-9][0-9]{0,2})/node/\{[A-Za-z_]+\}$`)
+var nodePathRE = lazyre.New(`^/slurm/v0\.0\.(0|[1-9][0-9]{0,2})/node/\{[A-Za-z_]+\}$`)
 
 // apiVersions is what discovery learnt: the newest version that can read a
 // node and the newest that can change one ("" when none: Slurm 22.05).

@@ -3,9 +3,10 @@ package slurm
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 )
 
 // scontrolTime is slurm_make_time_str's default (no SLURM_TIME_FORMAT).
@@ -15,10 +16,10 @@ const scontrolTime = "2006-01-02T15:04:05"
 // of a reason, when it is followed by the end of the line or by one of the
 // keys slurm_sprint_node_table prints after Reason. Anchoring on what
 // follows keeps a reason that itself contains "[x@y]" or "Key=v" whole.
-var reasonEnd = regexp.MustCompile(`^ \[([^\s\[\]@]+)@(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\](?:$| (?:Comment|Extra|InstanceId|InstanceType|ReservationName)=)`)
+var reasonEnd = lazyre.New(`^ \[([^\s\[\]@]+)@(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\](?:$| (?:Comment|Extra|InstanceId|InstanceType|ReservationName)=)`)
 
 // afterReason is where a reason without the [user@time] suffix ends.
-var afterReason = regexp.MustCompile(` (?:Comment|Extra|InstanceId|InstanceType|ReservationName)=`)
+var afterReason = lazyre.New(` (?:Comment|Extra|InstanceId|InstanceType|ReservationName)=`)
 
 // parseShowNode reads `scontrol -o show node NAME`: one line of Key=Value
 // pairs where only a few values (OS, Reason, Comment, Extra) hold spaces.

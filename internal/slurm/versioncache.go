@@ -7,10 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/atomicfile"
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
@@ -25,7 +25,7 @@ const versionCacheTTL = time.Hour
 // maxVersionCache caps the cache file: a few hundred bytes when sound.
 const maxVersionCache = 4 << 10
 
-var versionRE = regexp.MustCompile(`^v0\.0\.\d{1,3}$`)
+var versionRE = lazyre.New(`^v0\.0\.\d{1,3}$`)
 
 // VersionCacheFile is where a node's runs keep the API version.
 func VersionCacheFile(stateDir string) string {

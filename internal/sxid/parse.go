@@ -1,10 +1,10 @@
 package sxid
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 	"github.com/gpuhc/gpuhc/internal/pciaddr"
 )
 
@@ -31,10 +31,10 @@ type Event struct {
 //	nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 20034, Severity 1 Engine instance 37 Sub-engine instance 00
 //	nvidia-nvswitch0: SXid (PCI:0004:00:00.0): 26006, SOE HALTED
 var (
-	sxidLine = regexp.MustCompile(`^nvidia-nvswitch(\d+): SXid \(PCI:([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\): (\d{1,5}), (.*)$`)
-	severity = regexp.MustCompile(`^(?i:(fatal|non-fatal|nonfatal)), (.*)$`)
-	linkDesc = regexp.MustCompile(`^Link (\d+)\s*(.*)$`)
-	followUp = regexp.MustCompile(`^(?:Severity \d+ Engine instance \d+ Sub-engine instance \d+|Data \{)`)
+	sxidLine = lazyre.New(`^nvidia-nvswitch(\d+): SXid \(PCI:([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\): (\d{1,5}), (.*)$`)
+	severity = lazyre.New(`^(?i:(fatal|non-fatal|nonfatal)), (.*)$`)
+	linkDesc = lazyre.New(`^Link (\d+)\s*(.*)$`)
+	followUp = lazyre.New(`^(?:Severity \d+ Engine instance \d+ Sub-engine instance \d+|Data \{)`)
 )
 
 // ParseLine reads one kernel line; ok is false for anything but an SXid

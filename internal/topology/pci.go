@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 	"github.com/gpuhc/gpuhc/internal/pciaddr"
 	"github.com/gpuhc/gpuhc/internal/sysread"
 )
@@ -24,7 +24,7 @@ const maxNUMANode = 1 << 10
 
 var (
 	// hostBridgeRE is a root complex's directory under /sys/devices.
-	hostBridgeRE = regexp.MustCompile(`^pci[0-9a-f]{4,8}:[0-9a-f]{2}$`)
+	hostBridgeRE = lazyre.New(`^pci[0-9a-f]{4,8}:[0-9a-f]{2}$`)
 )
 
 // device is one PCI device's place in the hierarchy, as the resolved
@@ -122,7 +122,7 @@ func readNUMA(path string) (int, error) {
 }
 
 // cpuListRE is a non-empty cpulist as the kernel writes it: "0-55,112-167".
-var cpuListRE = regexp.MustCompile(`^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$`)
+var cpuListRE = lazyre.New(`^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$`)
 
 // socketRel is whether two NUMA nodes are on one CPU package.
 type socketRel int

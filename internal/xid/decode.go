@@ -2,12 +2,12 @@ package xid
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/gpu"
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 )
 
 // bucketVerdicts is the brief's mapping of the catalogue's immediate
@@ -90,7 +90,7 @@ func decode45(e Event, others neighbours) Verdict {
 }
 
 // previousXID is how a 45 names the XID it cleans up after.
-var previousXID = regexp.MustCompile(`\bcaused by previous Xid ([0-9]{1,3})\b`)
+var previousXID = lazyre.New(`\bcaused by previous Xid ([0-9]{1,3})\b`)
 
 // decode48: a double-bit ECC error. On GPUs with error containment
 // (Ampere and later) the driver follows it with XID 94 (contained: the
@@ -109,7 +109,7 @@ func decode48(e Event, others neighbours) Verdict {
 // nvlinkRegs is XID 74's seven error registers after its link:
 //
 //	NVLink: fatal error detected on link 14(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)
-var nvlinkRegs = regexp.MustCompile(`(?i)\blink\s*[0-9]{1,3}\s*\(\s*(0x[0-9a-f]{1,8}(?:\s*,\s*0x[0-9a-f]{1,8}){6})\s*\)`)
+var nvlinkRegs = lazyre.New(`(?i)\blink\s*[0-9]{1,3}\s*\(\s*(0x[0-9a-f]{1,8}(?:\s*,\s*0x[0-9a-f]{1,8}){6})\s*\)`)
 
 // bits is a mask of the given bit numbers.
 func bits(n ...int) uint32 {
@@ -165,7 +165,7 @@ func decode74(e Event) Verdict {
 	return Verdict{Status: check.OK, Message: describe(74) + linkOf(e.Text) + " (bits NVIDIA says to ignore)"}
 }
 
-var linkNumber = regexp.MustCompile(`(?i)\blink\s*#?\s*([0-9]{1,3})\b`)
+var linkNumber = lazyre.New(`(?i)\blink\s*#?\s*([0-9]{1,3})\b`)
 
 // linkOf is ": link N" when the line names one.
 func linkOf(text string) string {
@@ -178,7 +178,7 @@ func linkOf(text string) string {
 // recoveryChange is XID 154's words:
 //
 //	GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)
-var recoveryChange = regexp.MustCompile(`(?i)recovery action changed from 0x([0-9a-f]+)(?: \(([^)]*)\))? to 0x([0-9a-f]+)(?: \(([^)]*)\))?`)
+var recoveryChange = lazyre.New(`(?i)recovery action changed from 0x([0-9a-f]+)(?: \(([^)]*)\))? to 0x([0-9a-f]+)(?: \(([^)]*)\))?`)
 
 // decode154 takes the new recovery action from the line, judged as
 // gpu.recovery judges NVML's (gpu.RecoveryAction). The driver's own name
@@ -202,7 +202,7 @@ func decode154(e Event) Verdict {
 // nvlink5Line is the decoded part of an XID 144 to 150 line:
 //
 //	RLW_RXPIPE Nonfatal XC0 i0 Link 13 (0x0409a0c2 0x00000008 0x00000000 …)
-var nvlink5Line = regexp.MustCompile(`^([A-Za-z0-9_/]+)\s+(Fatal|Nonfatal|Non-fatal)\b.*?\bLink\s+([0-9]+)\s*\(\s*0x([0-9a-fA-F]{1,8})[\s,]+0x([0-9a-fA-F]{1,8})`)
+var nvlink5Line = lazyre.New(`^([A-Za-z0-9_/]+)\s+(Fatal|Nonfatal|Non-fatal)\b.*?\bLink\s+([0-9]+)\s*\(\s*0x([0-9a-fA-F]{1,8})[\s,]+0x([0-9a-fA-F]{1,8})`)
 
 type nvlink5Rule struct {
 	xid        int
@@ -305,7 +305,7 @@ func decodeNVLink5(e Event) Verdict {
 	return Verdict{Status: check.OK, Message: what}
 }
 
-var fatalToken = regexp.MustCompile(`\bFatal\b`)
+var fatalToken = lazyre.New(`\bFatal\b`)
 
 // fatalWord: the line says Fatal (and not Nonfatal).
 func fatalWord(text string) bool { return fatalToken.MatchString(text) }

@@ -1,11 +1,11 @@
 package xid
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/gpuhc/gpuhc/internal/kmsg"
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 	"github.com/gpuhc/gpuhc/internal/pciaddr"
 )
 
@@ -31,7 +31,7 @@ type Event struct {
 //
 // The domain has 4 to 8 digits (pciaddr.LogPattern): a GPU behind an
 // Intel VMD controller sits in a 5-digit domain ("PCI:10000:01:00").
-var xidLine = regexp.MustCompile(`^NVRM: Xid \((?:PCI:)?(` + pciaddr.LogPattern + `)\): ([0-9]{1,4})(,.*)?$`)
+var xidLine = lazyre.New(`^NVRM: Xid \((?:PCI:)?(` + pciaddr.LogPattern + `)\): ([0-9]{1,4})(,.*)?$`)
 
 // ParseLine reads one kernel log line; ok is false for anything but a
 // well-formed XID line (XID 1 to 999 on a PCI address).
