@@ -75,6 +75,15 @@ e2e: build
 e2e-load: build
 	bash test/e2e/load.sh $(LOAD_BED)
 
+# The metrics on the real stack, in about 20 s: gpuhc-healthcheck runs
+# (simulated DGX H100, healthy then XID 79) under Debian's node_exporter
+# and Prometheus, the alert rules and their promtool tests, and every
+# Grafana panel's query (test/metrics/run.sh; needs the Debian packages
+# prometheus and prometheus-node-exporter, curl, jq, gcc).
+.PHONY: metrics-test
+metrics-test: build
+	bash test/metrics/run.sh
+
 # On a GPU machine: real NVML, a dry run, timings; changes nothing (see
 # docs/hardware-validation.md). Results under $OUT if set.
 .PHONY: gpu-smoke

@@ -112,7 +112,7 @@ func hours(seconds float64) float64 {
 // the run's outcome: every failure here is logged, and the exit code and
 // the drain decision (already made) stand.
 func (p Program) record(ctx context.Context, log *logrus.Entry, node string, cfg config.Config,
-	timed []check.Timed, results []check.Result, drained bool, by string) {
+	timed []check.Timed, results []check.Result, drained, suppressed bool, by string) {
 	now := p.Clock()
 	base := events.Event{Time: now, Node: node, By: by, BootID: p.bootID(cfg)}
 	if err := (events.Log{Path: cfg.Events.File}).Append(ctx, events.Measurements(base, results)...); err != nil {
@@ -141,7 +141,7 @@ func (p Program) record(ctx context.Context, log *logrus.Entry, node string, cfg
 		log.Error("metrics not written: the run history could not be saved")
 		return
 	}
-	snap := metrics.Snapshot{Results: results, Timed: timed, Failures: h.Failures.Total, LastRun: now, Drained: drained}
+	snap := metrics.Snapshot{Results: results, Timed: timed, Failures: h.Failures.Total, LastRun: now, Drained: drained, Suppressed: suppressed}
 	if err := metrics.WriteTextfile(cfg.Metrics.TextfileDir, snap.Format()); err != nil {
 		log.WithError(err).Error("metrics not written")
 	}

@@ -348,6 +348,19 @@ func TestStormGuardSuppressesDrain(t *testing.T) {
 	if n := strings.Count(string(ev), `"kind":"drain-suppressed"`); n != 1 {
 		t.Errorf("second run recorded the refusal again: %s", ev)
 	}
+	// The metrics say the node fails and is held back, not drained.
+	d := b.readMetrics(t)
+	if v, w := value(t, d, "gpuhc_drain_suppressed"), value(t, d, "gpuhc_drained"); v != 1 || w != 0 {
+		t.Errorf("suppressed %v, drained %v; want 1, 0", v, w)
+	}
+	// Healthy again: nothing is held back any more.
+	must(t, os.WriteFile(filepath.Join(b.dir, "root/proc/modules"), []byte(nvidiaLoaded), 0o644))
+	if code, out, _ := b.run(t); code != ExitHealthy {
+		t.Fatalf("healthy run: exit %d\n%s", code, out)
+	}
+	if v := value(t, b.readMetrics(t), "gpuhc_drain_suppressed"); v != 0 {
+		t.Errorf("suppressed %v after a healthy run, want 0", v)
+	}
 }
 
 // readMetrics parses the bed's gpuhc.prom with the strict parser.
@@ -460,6 +473,9 @@ func TestMetricsFailuresCountEpisodes(t *testing.T) {
 		}
 		if v := value(t, d, "gpuhc_failures_total", "check", "host.modules"); v != s.failures {
 			t.Errorf("%s: failures_total %v, want %v", s.name, v, s.failures)
+		}
+		if v := value(t, d, "gpuhc_drain_suppressed"); v != 0 {
+			t.Errorf("%s: drain_suppressed %v without a storm", s.name, v)
 		}
 		if v := value(t, d, "gpuhc_drained"); v != s.drained {
 			t.Errorf("%s: drained %v, want %v\n%s", s.name, v, s.drained, out)

@@ -175,7 +175,7 @@ func (p Program) finish(entry *logrus.Entry, node string, cfg config.Config, b c
 		if deep {
 			by = deepBy
 		}
-		p.record(pctx, entry, node, cfg, timed, results, state.Drained != nil, by)
+		p.record(pctx, entry, node, cfg, timed, results, state.Drained != nil, state.Suppressed != "", by)
 	}
 	return code
 }

@@ -14,6 +14,8 @@
 //	gpuhc_last_run_timestamp_seconds            gauge, Unix time of the run
 //	gpuhc_drained                               gauge, 1 while gpuhc's health
 //	    check holds this node drained
+//	gpuhc_drain_suppressed                      gauge, 1 while the storm
+//	    guard holds back this node's drain (it fails, and is not drained)
 //	gpuhc_measurement{check,component,name,unit} gauge, each figure the run
 //	    measured (check.Result.Figures: gpuhc-healthcheck --deep's
 //	    bandwidth, e.g. component="gpu0/h2d",name="h2d",unit="GB/s")
@@ -62,6 +64,11 @@ type Snapshot struct {
 	LastRun time.Time
 	// Drained is whether this node is drained by gpuhc's health check.
 	Drained bool
+	// Suppressed is whether the storm guard refused this node's drain
+	// and the failure it refused is still the policy's latest word: the
+	// node should be out of service and is not, which no other series
+	// shows (gpuhc_drained is 0, as for a healthy node).
+	Suppressed bool
 }
 
 const (
@@ -70,6 +77,7 @@ const (
 	helpFailures = "FAIL episodes per check since gpuhc's state directory was created: a check counts 1 when it reports FAIL after a run of it with no FAIL and no ERROR, however many runs the failure lasts."
 	helpLastRun  = "Unix time at which the last health check run (not a dry run) finished."
 	helpDrained  = "1 while this node is drained by gpuhc's health check (its own drain, per its state file), else 0."
+	helpSuppress = "1 while the storm guard holds back this node's drain: it failed a check, but too many nodes are already drained by gpuhc; else 0."
 	helpMeasure  = "Figures measured in the last run (gpuhc-healthcheck --deep: bandwidth), in the unit its label names."
 	helpFloor    = "The floor each measured figure was judged against (below it: FAIL); absent for figures without a floor."
 )
@@ -124,6 +132,13 @@ func (s Snapshot) Format() []byte {
 		drained = 1
 	}
 	sample(&b, "gpuhc_drained", drained)
+
+	header(&b, "gpuhc_drain_suppressed", "gauge", helpSuppress)
+	suppressed := 0.0
+	if s.Suppressed {
+		suppressed = 1
+	}
+	sample(&b, "gpuhc_drain_suppressed", suppressed)
 
 	figures := measurements(s.Results)
 	if len(figures) > 0 {

@@ -40,7 +40,7 @@ func TestFormat(t *testing.T) {
 	}
 	d := parse(t, s.Format())
 	want := []string{"gpuhc_check_status", "gpuhc_check_duration_seconds", "gpuhc_failures_total",
-		"gpuhc_last_run_timestamp_seconds", "gpuhc_drained"}
+		"gpuhc_last_run_timestamp_seconds", "gpuhc_drained", "gpuhc_drain_suppressed"}
 	if !slices.Equal(d.Order, want) {
 		t.Errorf("families %q", d.Order)
 	}
@@ -81,6 +81,7 @@ func TestFormat(t *testing.T) {
 		{"gpuhc_failures_total", 0, []string{"check", "host.cpu"}},
 		{"gpuhc_last_run_timestamp_seconds", 1796018028.25, nil},
 		{"gpuhc_drained", 1, nil},
+		{"gpuhc_drain_suppressed", 0, nil},
 	} {
 		if v, ok := d.Value(c.name, c.label...); !ok || v != c.want {
 			t.Errorf("%s%v = %v %v, want %v", c.name, c.label, v, ok, c.want)
@@ -124,8 +125,32 @@ func TestFormatEmpty(t *testing.T) {
 	if v, ok := d.Value("gpuhc_drained"); !ok || v != 0 {
 		t.Errorf("drained %v %v", v, ok)
 	}
+	if v, ok := d.Value("gpuhc_drain_suppressed"); !ok || v != 0 {
+		t.Errorf("suppressed %v %v", v, ok)
+	}
 	if v, _ := d.Value("gpuhc_last_run_timestamp_seconds"); v != 1700000000 {
 		t.Errorf("last run %v", v)
+	}
+}
+
+// A drain the storm guard refused: the node is not drained, and the
+// suppression is what says it should be.
+func TestFormatSuppressed(t *testing.T) {
+	s := Snapshot{
+		Results:    []check.Result{{Check: "gpu.xid", Component: "gpu3", Status: check.Fail}},
+		Failures:   map[string]uint64{"gpu.xid": 1},
+		LastRun:    time.Unix(1700000000, 0),
+		Suppressed: true,
+	}
+	d := parse(t, s.Format())
+	if f := d.Families["gpuhc_drain_suppressed"]; f.Type != "gauge" || f.Help == "" {
+		t.Errorf("family %+v", f)
+	}
+	if v, ok := d.Value("gpuhc_drain_suppressed"); !ok || v != 1 {
+		t.Errorf("suppressed %v %v", v, ok)
+	}
+	if v, ok := d.Value("gpuhc_drained"); !ok || v != 0 {
+		t.Errorf("drained %v %v", v, ok)
 	}
 }
 
@@ -229,11 +254,11 @@ func TestFormatMeasurements(t *testing.T) {
 	}
 	d := parse(t, s.Format())
 	want := []string{"gpuhc_check_status", "gpuhc_check_duration_seconds", "gpuhc_failures_total",
-		"gpuhc_last_run_timestamp_seconds", "gpuhc_drained", "gpuhc_measurement", "gpuhc_measurement_floor"}
+		"gpuhc_last_run_timestamp_seconds", "gpuhc_drained", "gpuhc_drain_suppressed", "gpuhc_measurement", "gpuhc_measurement_floor"}
 	if !slices.Equal(d.Order, want) {
 		t.Errorf("families %q", d.Order)
 	}
-	for _, name := range want[5:] {
+	for _, name := range want[6:] {
 		if f := d.Families[name]; f.Type != "gauge" || f.Help == "" {
 			t.Errorf("%s: %+v", name, f)
 		}
@@ -267,12 +292,12 @@ func TestFormatMeasurements(t *testing.T) {
 
 	// Figures without any floor: no floor family at all.
 	s.Results = []check.Result{{Check: "bandwidth", Component: "gpu0/h2d", Status: check.OK, Figures: fig("h2d", 31, 0)}}
-	if d := parse(t, s.Format()); !slices.Equal(d.Order, want[:6]) {
+	if d := parse(t, s.Format()); !slices.Equal(d.Order, want[:7]) {
 		t.Errorf("families without floors %q", d.Order)
 	}
 	// A plain run: neither family.
 	s.Results = s.Results[:0]
-	if d := parse(t, s.Format()); !slices.Equal(d.Order, want[:5]) {
+	if d := parse(t, s.Format()); !slices.Equal(d.Order, want[:6]) {
 		t.Errorf("families of a plain run %q", d.Order)
 	}
 }
