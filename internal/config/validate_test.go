@@ -202,3 +202,26 @@ func wantValidation(t *testing.T, c Config, key, msg string) {
 		t.Errorf("got %+v, want key %q and message containing %q", e, key, msg)
 	}
 }
+
+// The [log] syslog keys load from a file, and a bad facility or tag is
+// refused there with the key named.
+func TestSyslogKeysLoad(t *testing.T) {
+	good := "[log]\nsyslog = true\nsyslog_facility = \"local5\"\nsyslog_tag = \"hc\"\nsyslog_socket = \"/run/systemd/journal/syslog\"\n"
+	c, err := Parse("good.toml", []byte(good), "gpu001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := c.Log; !l.Syslog || l.SyslogFacility != "local5" || l.SyslogTag != "hc" || l.SyslogSocket != "/run/systemd/journal/syslog" {
+		t.Errorf("loaded %+v", l)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{"[log]\nsyslog_facility = \"kern\"\n", "log.syslog_facility"},
+		{"[log]\nsyslog_tag = \"gpu hc\"\n", "log.syslog_tag"},
+		{"[log]\nsyslog_socket = \"log.sock\"\n", "log.syslog_socket"},
+		{"[log]\nsyslog_facilty = \"daemon\"\n", "syslog_facilty"},
+	} {
+		if _, err := Parse("bad.toml", []byte(tc.body), "gpu001"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want an error naming %s", tc.body, err, tc.want)
+		}
+	}
+}
