@@ -69,6 +69,12 @@ fuzz-ci:
 e2e: build
 	bash test/e2e/run.sh
 
+# gpuhc-healthcheck and gpuhc-drain through a private, real rsyslogd
+# (apt-get install rsyslog): facility, severity, tag, a missing daemon.
+.PHONY: syslog-test
+syslog-test: build
+	bash test/syslog/run.sh
+
 # A fleet-sized storm against real Slurm (26.05 bed; LOAD_BED=24 for 24.11):
 # 1000 paper nodes, 200 failing health checks at once (test/e2e/load.sh).
 .PHONY: e2e-load

@@ -2,7 +2,10 @@
 // TOML loading and per-host overrides.
 package config
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // DefaultPath is where the packaged configuration lives.
 const DefaultPath = "/etc/gpuhc/gpuhc.toml"
@@ -33,7 +36,37 @@ type Config struct {
 type Log struct {
 	Level string `toml:"level"` // debug, info, warn, error
 	File  string `toml:"file"`  // JSON lines, appended; empty for none
+	// Syslog also sends every record that reaches stderr to the local
+	// syslog daemon's socket, for sites that collect logs there.
+	Syslog bool `toml:"syslog"`
+	// SyslogFacility is a name SyslogFacilityCode knows.
+	SyslogFacility string `toml:"syslog_facility"`
+	// SyslogTag names the records; "" means the program's name
+	// ("gpuhc-healthcheck").
+	SyslogTag string `toml:"syslog_tag"`
+	// SyslogSocket is the daemon's datagram socket.
+	SyslogSocket string `toml:"syslog_socket"`
 }
+
+// SyslogFacilityCode is the syslog code of a facility [log]
+// syslog_facility accepts: user, daemon, local0 to local7. kern is the
+// kernel's; auth and authpriv are for security records, which sites often
+// route to restricted files.
+func SyslogFacilityCode(name string) (int, bool) {
+	switch name {
+	case "user":
+		return 1, true
+	case "daemon":
+		return 3, true
+	}
+	if n, ok := strings.CutPrefix(name, "local"); ok && len(n) == 1 && n[0] >= '0' && n[0] <= '7' {
+		return 16 + int(n[0]-'0'), true
+	}
+	return 0, false
+}
+
+// MaxSyslogTag is RFC 3164's limit on a tag's length.
+const MaxSyslogTag = 32
 
 // Events configures the failure event log (design.md §7).
 type Events struct {
@@ -203,7 +236,7 @@ func Default() Config {
 		LockFile:     "/run/gpuhc/healthcheck.lock",
 		Deadline:     Duration{45 * time.Second},
 		CheckTimeout: Duration{10 * time.Second},
-		Log:          Log{Level: "info"},
+		Log:          Log{Level: "info", SyslogFacility: "daemon", SyslogSocket: "/dev/log"},
 		Events:       Events{File: "/var/log/gpuhc/events.jsonl", Heartbeat: Duration{24 * time.Hour}},
 		Policy: Policy{
 			ResumeAfter: 2, AutoResume: true,

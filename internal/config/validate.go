@@ -134,10 +134,32 @@ func (ps *problems) log(l Log, e Events) {
 		ps.add("log.level", "%q is not a level: want debug, info, warn or error", l.Level)
 	}
 	ps.absPath("log.file", l.File, true)
+	if _, ok := SyslogFacilityCode(l.SyslogFacility); !ok {
+		ps.add("log.syslog_facility", "%q is not a facility: want user, daemon or local0 to local7", l.SyslogFacility)
+	}
+	if msg := syslogTagProblem(l.SyslogTag); msg != "" {
+		ps.add("log.syslog_tag", "%s", msg)
+	}
+	ps.absPath("log.syslog_socket", l.SyslogSocket, false)
 	ps.absPath("events.file", e.File, true)
 	if e.Heartbeat.Duration < MinHeartbeat {
 		ps.add("events.heartbeat", "must be at least 1h (heartbeats count operating hours), got %s", e.Heartbeat.Duration)
 	}
+}
+
+// syslogTagProblem says what is wrong with a tag, or "". Syslog daemons
+// end the tag at a space, ':' or '[', and RFC 3164 caps it at 32
+// characters; letters, digits and "._-" survive every parser.
+func syslogTagProblem(tag string) string {
+	if len(tag) > MaxSyslogTag {
+		return fmt.Sprintf("%d characters is over %d", len(tag), MaxSyslogTag)
+	}
+	for _, r := range tag {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Sprintf("%q: want letters, digits, '.', '_' and '-' only (\"\" for the program's name)", tag)
+		}
+	}
+	return ""
 }
 
 func (ps *problems) slurm(s Slurm, deadline time.Duration) {

@@ -51,6 +51,21 @@ func TestValidate(t *testing.T) {
 		{"log level", func(c *Config) { c.Log.Level = "verbose" }, "log.level", "not a level"},
 		{"log level warning", func(c *Config) { c.Log.Level = "warning" }, "", ""},
 		{"log file relative", func(c *Config) { c.Log.File = "gpuhc.log" }, "log.file", "absolute"},
+		{"syslog on", func(c *Config) { c.Log.Syslog = true }, "", ""},
+		{"syslog facility local7", func(c *Config) { c.Log.SyslogFacility = "local7" }, "", ""},
+		{"syslog facility user", func(c *Config) { c.Log.SyslogFacility = "user" }, "", ""},
+		{"syslog facility local8", func(c *Config) { c.Log.SyslogFacility = "local8" }, "log.syslog_facility", "want user, daemon or local0 to local7"},
+		{"syslog facility kern", func(c *Config) { c.Log.SyslogFacility = "kern" }, "log.syslog_facility", "not a facility"},
+		{"syslog facility upper case", func(c *Config) { c.Log.SyslogFacility = "DAEMON" }, "log.syslog_facility", "not a facility"},
+		{"syslog facility empty", func(c *Config) { c.Log.SyslogFacility = "" }, "log.syslog_facility", "not a facility"},
+		{"syslog tag", func(c *Config) { c.Log.SyslogTag = "gpuhc_hc-2.1" }, "", ""},
+		{"syslog tag 32", func(c *Config) { c.Log.SyslogTag = strings.Repeat("g", 32) }, "", ""},
+		{"syslog tag 33", func(c *Config) { c.Log.SyslogTag = strings.Repeat("g", 33) }, "log.syslog_tag", "over 32"},
+		{"syslog tag space", func(c *Config) { c.Log.SyslogTag = "gpu hc" }, "log.syslog_tag", "letters, digits"},
+		{"syslog tag colon", func(c *Config) { c.Log.SyslogTag = "gpuhc:" }, "log.syslog_tag", "letters, digits"},
+		{"syslog tag control", func(c *Config) { c.Log.SyslogTag = "gpuhc\n" }, "log.syslog_tag", "letters, digits"},
+		{"syslog socket relative", func(c *Config) { c.Log.SyslogSocket = "dev/log" }, "log.syslog_socket", "absolute"},
+		{"syslog socket empty", func(c *Config) { c.Log.SyslogSocket = "" }, "log.syslog_socket", "absolute"},
 		{"events file empty", func(c *Config) { c.Events.File = "" }, "", ""},
 		{"events file relative", func(c *Config) { c.Events.File = "ev.jsonl" }, "events.file", "absolute"},
 		{"heartbeat 1h", func(c *Config) { c.Events.Heartbeat = sec(3600) }, "", ""},
@@ -185,5 +200,28 @@ func wantValidation(t *testing.T, c Config, key, msg string) {
 	}
 	if e := list[0]; e.Key != key || !strings.Contains(e.Msg, msg) || e.Line != 0 || e.File != "" {
 		t.Errorf("got %+v, want key %q and message containing %q", e, key, msg)
+	}
+}
+
+// The [log] syslog keys load from a file, and a bad facility or tag is
+// refused there with the key named.
+func TestSyslogKeysLoad(t *testing.T) {
+	good := "[log]\nsyslog = true\nsyslog_facility = \"local5\"\nsyslog_tag = \"hc\"\nsyslog_socket = \"/run/systemd/journal/syslog\"\n"
+	c, err := Parse("good.toml", []byte(good), "gpu001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := c.Log; !l.Syslog || l.SyslogFacility != "local5" || l.SyslogTag != "hc" || l.SyslogSocket != "/run/systemd/journal/syslog" {
+		t.Errorf("loaded %+v", l)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{"[log]\nsyslog_facility = \"kern\"\n", "log.syslog_facility"},
+		{"[log]\nsyslog_tag = \"gpu hc\"\n", "log.syslog_tag"},
+		{"[log]\nsyslog_socket = \"log.sock\"\n", "log.syslog_socket"},
+		{"[log]\nsyslog_facilty = \"daemon\"\n", "syslog_facilty"},
+	} {
+		if _, err := Parse("bad.toml", []byte(tc.body), "gpu001"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want an error naming %s", tc.body, err, tc.want)
+		}
 	}
 }

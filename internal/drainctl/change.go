@@ -125,10 +125,11 @@ func (p Program) change(o *changeOpts, pos []string, one func(context.Context, s
 	if err != nil {
 		return err
 	}
-	ctl, err := p.controller(&o.common, cfg)
+	ctl, logClose, err := p.controller(&o.common, cfg)
 	if err != nil {
 		return exitError{ExitUsage, fmt.Errorf("node control: %w", err)}
 	}
+	defer logClose.Close()
 	ctx, cancel := slurmContext()
 	defer cancel()
 	var rows []changeRow

@@ -78,10 +78,11 @@ func (p Program) list(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctl, err := p.controller(&o, cfg)
+	ctl, logClose, err := p.controller(&o, cfg)
 	if err != nil {
 		return exitError{ExitUsage, fmt.Errorf("node control: %w", err)}
 	}
+	defer logClose.Close()
 	ctx, cancel := slurmContext()
 	defer cancel()
 	nodes, err := ctl.Nodes(ctx)

@@ -23,6 +23,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/logging"
 	"github.com/gpuhc/gpuhc/internal/slurm"
 	"github.com/gpuhc/gpuhc/internal/version"
 )
@@ -242,7 +243,9 @@ func (p Program) eventTemplate(o *common) (string, error) {
 	return cfg.Events.File, nil
 }
 
-func (p Program) logger(o *common) *logrus.Logger {
+// logger is the Slurm client's: warnings (everything with -v) on stderr,
+// and to syslog when [log] syslog is on. Close the closer when done.
+func (p Program) logger(o *common, cfg config.Log) (*logrus.Logger, io.Closer) {
 	l := logrus.New()
 	l.SetOutput(p.Stderr)
 	l.SetFormatter(&logrus.TextFormatter{DisableColors: true, DisableTimestamp: true})
@@ -250,15 +253,24 @@ func (p Program) logger(o *common) *logrus.Logger {
 	if o.verbose {
 		l.SetLevel(logrus.DebugLevel)
 	}
-	return l
+	return l, logging.AddSyslog(l, cfg, prog)
 }
 
-func (p Program) controller(o *common, cfg config.Config) (slurm.Controller, error) {
-	log := p.logger(o)
+// controller builds node control; the closer ends its logging.
+func (p Program) controller(o *common, cfg config.Config) (slurm.Controller, io.Closer, error) {
+	log, closer := p.logger(o, cfg.Log)
+	var ctl slurm.Controller
+	var err error
 	if p.NewController != nil {
-		return p.NewController(cfg.Slurm, log)
+		ctl, err = p.NewController(cfg.Slurm, log)
+	} else {
+		ctl, err = slurm.New(cfg.Slurm, slurm.WithLogger(log))
 	}
-	return slurm.New(cfg.Slurm, slurm.WithLogger(log))
+	if err != nil {
+		closer.Close()
+		return nil, nil, err
+	}
+	return ctl, closer, nil
 }
 
 // slurmContext bounds a command's Slurm calls: each call has its own

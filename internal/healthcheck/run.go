@@ -29,13 +29,13 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 	wd := p.watchdog(b)
 	defer wd.Stop()
 
-	log, closer, err := logging.New(cfg.Log, p.Stderr)
+	log, closer, err := logging.New(cfg.Log, "gpuhc-healthcheck", p.Stderr)
 	if err != nil {
 		// A full or read-only /var must not stop the checks: stderr still
 		// reaches slurmd's log.
 		fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: %v; logging to stderr only\n", err)
 		cfg.Log.File = ""
-		if log, closer, err = logging.New(cfg.Log, p.Stderr); err != nil {
+		if log, closer, err = logging.New(cfg.Log, "gpuhc-healthcheck", p.Stderr); err != nil {
 			fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: %v\n", err)
 			return ExitInternal
 		}

@@ -153,13 +153,13 @@ func (p Program) begin(budget func(config.Config) time.Duration) (r *Run, code i
 	}
 	r = &Run{P: p, Opts: o, Node: node, Job: job, Cfg: cfg, Start: start, ReadOnly: cfg.Policy.DryRun}
 	r.wd = r.watchdog(budget(cfg))
-	log, closer, err := logging.New(cfg.Log, p.Stderr)
+	log, closer, err := logging.New(cfg.Log, p.Name, p.Stderr)
 	if err != nil {
 		// A full or read-only /var must not stop the checks: stderr still
 		// reaches slurmd's log.
 		fmt.Fprintf(p.Stderr, "%s: %v; logging to stderr only\n", p.Name, err)
 		cfg.Log.File = ""
-		if log, closer, err = logging.New(cfg.Log, p.Stderr); err != nil {
+		if log, closer, err = logging.New(cfg.Log, p.Name, p.Stderr); err != nil {
 			fmt.Fprintf(p.Stderr, "%s: %v\n", p.Name, err)
 			r.wd.Stop()
 			return nil, p.quiet(job, ExitInternal), false

@@ -1,6 +1,7 @@
 // Package logging sets up logrus as design.md §9 asks: text on stderr for
 // the admin (slurmd copies it into its log) and, optionally, JSON lines in
-// a file for the site's log pipeline.
+// a file for the site's log pipeline, and, optionally, the same records to
+// the local syslog daemon.
 package logging
 
 import (
@@ -15,9 +16,11 @@ import (
 	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
-// New returns a logger writing text to stderr and, when cfg.File is set,
-// JSON to that file. Close the returned closer on exit.
-func New(cfg config.Log, stderr io.Writer) (*logrus.Logger, io.Closer, error) {
+// New returns a logger writing text to stderr, JSON to cfg.File when set,
+// and to syslog when cfg.Syslog is on (tagged prog unless cfg.SyslogTag
+// says otherwise). Only the file can make it fail. Close the returned
+// closer on exit.
+func New(cfg config.Log, prog string, stderr io.Writer) (*logrus.Logger, io.Closer, error) {
 	log := logrus.New()
 	log.SetOutput(stderr)
 	log.SetFormatter(&logrus.TextFormatter{DisableColors: true, FullTimestamp: true})
@@ -27,7 +30,7 @@ func New(cfg config.Log, stderr io.Writer) (*logrus.Logger, io.Closer, error) {
 	}
 	log.SetLevel(lvl)
 	if cfg.File == "" {
-		return log, io.NopCloser(nil), nil
+		return log, AddSyslog(log, cfg, prog), nil
 	}
 	if err := os.MkdirAll(filepath.Dir(cfg.File), 0o750); err != nil {
 		return nil, nil, fmt.Errorf("create log directory: %w", err)
@@ -37,7 +40,20 @@ func New(cfg config.Log, stderr io.Writer) (*logrus.Logger, io.Closer, error) {
 		return nil, nil, fmt.Errorf("log file: %w", err)
 	}
 	log.AddHook(&jsonHook{w: f, f: &logrus.JSONFormatter{}, levels: levelsUpTo(lvl)})
-	return log, f, nil
+	return log, closers{AddSyslog(log, cfg, prog), f}, nil
+}
+
+// closers closes each in order and returns the first error.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var first error
+	for _, c := range cs {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 type jsonHook struct {

@@ -16,7 +16,7 @@ import (
 func TestTextAndJSON(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "log", "gpuhc.json")
 	var stderr bytes.Buffer
-	log, c, err := New(config.Log{Level: "info", File: file}, &stderr)
+	log, c, err := New(config.Log{Level: "info", File: file}, "gpuhc-test", &stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestTextAndJSON(t *testing.T) {
 }
 
 func TestBadLevel(t *testing.T) {
-	if _, _, err := New(config.Log{Level: "loud"}, &bytes.Buffer{}); err == nil {
+	if _, _, err := New(config.Log{Level: "loud"}, "gpuhc-test", &bytes.Buffer{}); err == nil {
 		t.Error("bad level accepted")
 	}
 }
@@ -52,7 +52,10 @@ func TestLogFileThatIsNotAFileIsRefusedAtOnce(t *testing.T) {
 	}
 	for _, p := range []string{fifo, "/dev/null"} {
 		done := make(chan error, 1)
-		go func() { _, _, err := New(config.Log{Level: "info", File: p}, &bytes.Buffer{}); done <- err }()
+		go func() {
+			_, _, err := New(config.Log{Level: "info", File: p}, "gpuhc-test", &bytes.Buffer{})
+			done <- err
+		}()
 		select {
 		case err := <-done:
 			if err == nil || !strings.Contains(err.Error(), p) {
