@@ -8,7 +8,9 @@ LDFLAGS   := -s -w -X github.com/gpuhc/gpuhc/internal/version.Version=$(VERSION)
              -X github.com/gpuhc/gpuhc/internal/version.Commit=$(COMMIT) \
              -X github.com/gpuhc/gpuhc/internal/version.Date=$(DATE)
 # gpuhc-healthcheck, -prolog and -epilog link NVML through cgo (the library
-# itself is dlopened at run time); gpuhc-drain is static.
+# itself is dlopened at run time) and are position-independent (PIE), so
+# ASLR moves their code too: they run as root, and Debian's hardening
+# (lintian's hardening-no-pie) expects it. gpuhc-drain is static.
 CGO_PROGRAMS    := healthcheck prolog epilog
 STATIC_PROGRAMS := drain
 # go-nvml's header marks calls deprecated that we never make; keep builds quiet.
@@ -20,7 +22,7 @@ all: build
 build:
 	@mkdir -p $(BIN)
 	@for p in $(CGO_PROGRAMS); do \
-		CGO_ENABLED=1 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gpuhc-$$p ./$$p || exit 1; \
+		CGO_ENABLED=1 $(GO) build -buildmode=pie -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gpuhc-$$p ./$$p || exit 1; \
 	done
 	@for p in $(STATIC_PROGRAMS); do \
 		CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gpuhc-$$p ./$$p || exit 1; \
