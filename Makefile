@@ -16,7 +16,7 @@ STATIC_PROGRAMS := drain
 # go-nvml's header marks calls deprecated that we never make; keep builds quiet.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build test test-race fuzz fuzz-ci e2e bench lint clean package package-test
+.PHONY: all build test test-race fuzz fuzz-ci e2e bench lint clean package package-test docs
 all: build
 
 build:
@@ -119,6 +119,11 @@ SPANK_SO      ?= spank/gpuhc_spank.so
 spank:
 	@test -f '$(SLURM_INCLUDE)/slurm/spank.h' || { echo "spank: no $(SLURM_INCLUDE)/slurm/spank.h (install libslurm-dev or set SLURM_INCLUDE)" >&2; exit 1; }
 	$(CC) -O2 -g -Wall -Wextra -Werror -fPIC -shared -I'$(SLURM_INCLUDE)' -o '$(SPANK_SO)' spank/gpuhc_spank.c
+
+# docs/configuration.md from the schema (internal/config) and the comments
+# of etc/gpuhc.toml; `make test` fails while it is stale.
+docs:
+	$(GO) generate ./internal/config/...
 
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
