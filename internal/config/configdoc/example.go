@@ -31,8 +31,8 @@ import (
 
 // Example is etc/gpuhc.toml's documentation, by key and table.
 type Example struct {
-	Intro []string          // the file's opening comment, paragraphs
-	Items []Item            // keys, tables and notes in file order
+	Intro []string           // the file's opening comment, paragraphs
+	Items []Item             // keys, tables and notes in file order
 	Keys  map[string]*KeyDoc // by dotted key
 }
 

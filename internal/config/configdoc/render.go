@@ -284,4 +284,3 @@ func paragraphs(lines []string) []string {
 	flush()
 	return out
 }
-
