@@ -14,6 +14,9 @@ type KeyInfo struct {
 	Table string       // the table it is written in: "checks.mounts.mount"; "" at the top
 	Name  string       // the last part: "path"
 	Type  reflect.Type // the Go type its value decodes into
+	// Unit is the unit of a number or size, from the field's unit tag
+	// ("°C", "GB/s"); durations carry their own.
+	Unit string
 	// Entries: Table is an array of tables ([[checks.mounts.mount]]), and
 	// each entry sets the key on its own.
 	Entries bool
@@ -74,7 +77,7 @@ func walkKeys(out *[]KeyInfo, t reflect.Type, v reflect.Value, table toml.Key, e
 			walkKeys(out, f.Type.Elem(), reflect.Zero(f.Type.Elem()), key, true)
 		default:
 			*out = append(*out, KeyInfo{Key: key.String(), Table: table.String(), Name: name, Type: f.Type,
-				Entries: entries, Default: fv, Field: t.Name() + "." + f.Name, path: key})
+				Entries: entries, Default: fv, Field: t.Name() + "." + f.Name, Unit: f.Tag.Get("unit"), path: key})
 		}
 	}
 }

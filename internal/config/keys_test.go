@@ -3,6 +3,7 @@ package config
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/BurntSushi/toml"
@@ -56,6 +57,18 @@ func TestKeysDefaults(t *testing.T) {
 	} {
 		if !reflect.DeepEqual(got[key], want) {
 			t.Errorf("%s: default %#v, want %#v", key, got[key], want)
+		}
+	}
+}
+
+// A number whose name says it has a unit carries that unit, so the
+// reference can show it.
+func TestKeysUnits(t *testing.T) {
+	for _, k := range Keys() {
+		for _, suffix := range []string{"_celsius", "_gbps", "_mib", "_bytes"} {
+			if strings.HasSuffix(k.Name, suffix) && k.Unit == "" {
+				t.Errorf("%s: no unit tag", k.Key)
+			}
 		}
 	}
 }

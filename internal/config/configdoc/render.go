@@ -107,7 +107,11 @@ func Generate(keys []config.KeyInfo, src string) ([]byte, error) {
 
 func writeKey(b *bytes.Buffer, info map[string]config.KeyInfo, k config.KeyInfo, kd *KeyDoc, desc map[string][]string) {
 	fmt.Fprintf(b, "### %s\n\n", heading(k))
-	fmt.Fprintf(b, "Type: %s. Default: %s.", typeName(k.Type), defaultOf(k))
+	unit := ""
+	if k.Unit != "" {
+		unit = ", in " + k.Unit
+	}
+	fmt.Fprintf(b, "Type: %s%s. Default: %s.", typeName(k.Type), unit, defaultOf(k))
 	if k.Entries {
 		fmt.Fprintf(b, " Set in each `[[%s]]` entry.", k.Table)
 	}
@@ -177,8 +181,7 @@ func writeValues(b *bytes.Buffer, keys []config.KeyInfo) {
 	b.WriteString("## Values and limits\n\n")
 	b.WriteString("Types: a *duration* is a TOML string in Go syntax (`\"500ms\"`, `\"45s\"`, `\"1m30s\"`); a *size* is a\n" +
 		"string such as `\"10GiB\"`, `\"500MB\"` or `\"4096\"` (KB, MB, GB, TB are powers of 1000; KiB, MiB, GiB, TiB\n" +
-		"and K, M, G, T powers of 1024). Where a key takes a number in a unit (°C, GB/s, MiB), its\n" +
-		"description says which.\n\n")
+		"and K, M, G, T powers of 1024). A number or size in a unit says so after its type.\n\n")
 	fmt.Fprintf(b, "The file itself is refused, before any key is read, past these limits:\n\n")
 	for _, l := range []struct {
 		what string
