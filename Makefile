@@ -8,19 +8,21 @@ LDFLAGS   := -s -w -X github.com/gpuhc/gpuhc/internal/version.Version=$(VERSION)
              -X github.com/gpuhc/gpuhc/internal/version.Commit=$(COMMIT) \
              -X github.com/gpuhc/gpuhc/internal/version.Date=$(DATE)
 # gpuhc-healthcheck, -prolog and -epilog link NVML through cgo (the library
-# itself is dlopened at run time); gpuhc-drain is static.
+# itself is dlopened at run time) and are position-independent (PIE), so
+# ASLR moves their code too: they run as root, and Debian's hardening
+# (lintian's hardening-no-pie) expects it. gpuhc-drain is static.
 CGO_PROGRAMS    := healthcheck prolog epilog
 STATIC_PROGRAMS := drain
 # go-nvml's header marks calls deprecated that we never make; keep builds quiet.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build test test-race fuzz fuzz-ci e2e bench lint clean package package-test
+.PHONY: all build test test-race fuzz fuzz-ci e2e bench lint clean package package-test docs
 all: build
 
 build:
 	@mkdir -p $(BIN)
 	@for p in $(CGO_PROGRAMS); do \
-		CGO_ENABLED=1 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gpuhc-$$p ./$$p || exit 1; \
+		CGO_ENABLED=1 $(GO) build -buildmode=pie -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gpuhc-$$p ./$$p || exit 1; \
 	done
 	@for p in $(STATIC_PROGRAMS); do \
 		CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gpuhc-$$p ./$$p || exit 1; \
@@ -132,6 +134,11 @@ SPANK_SO      ?= spank/gpuhc_spank.so
 spank:
 	@test -f '$(SLURM_INCLUDE)/slurm/spank.h' || { echo "spank: no $(SLURM_INCLUDE)/slurm/spank.h (install libslurm-dev or set SLURM_INCLUDE)" >&2; exit 1; }
 	$(CC) -O2 -g -Wall -Wextra -Werror -fPIC -shared -I'$(SLURM_INCLUDE)' -o '$(SPANK_SO)' spank/gpuhc_spank.c
+
+# docs/configuration.md from the schema (internal/config) and the comments
+# of etc/gpuhc.toml; `make test` fails while it is stale.
+docs:
+	$(GO) generate ./internal/config/...
 
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -6,7 +6,8 @@
 #     debootstrapped Debian 11 root (/var/cache/gpuhc-testbed/bullseye,
 #     cached; gcc and glibc 2.31 from bullseye) with the host's Go toolchain
 #     and module cache bind-mounted read-only, so it needs only old glibc
-#     symbol versions;
+#     symbol versions, as PIE (-buildmode=pie, as `make build`: lintian's
+#     hardening-no-pie);
 #   - gpuhc-drain is built on the host, CGO_ENABLED=0 (the other three load
 #     NVML and libcuda through cgo and are built in the bullseye root);
 #   - fails if a binary requires a GLIBC_ version newer than 2.17
@@ -55,7 +56,7 @@ T0=$SECONDS
 step() { printf '== [%3ds] %s\n' $((SECONDS - T0)) "$*"; }
 die() { echo "package: FAIL: $*" >&2; exit 1; }
 [[ $(id -u) == 0 ]] || die "needs root (debootstrap, chroot, bind mounts)"
-for c in debootstrap objdump chroot unshare gzip; do
+for c in debootstrap objdump readelf chroot unshare gzip; do
 	command -v $c >/dev/null || die "$c not found (apt-get install debootstrap binutils)"
 done
 
@@ -99,7 +100,7 @@ unshare --mount --propagation private bash -euo pipefail -c '
 		GOROOT=/opt/go GOMODCACHE=/gomod GOCACHE=/root/.cache/go-build \
 		GOFLAGS=-mod=readonly GOPROXY=off GOTOOLCHAIN=local GOTELEMETRY=off \
 		CGO_ENABLED=1 CGO_CFLAGS="$CGO_CFLAGS" \
-		sh -c "cd /src && for p in healthcheck prolog epilog; do go build -trimpath -buildvcs=false -ldflags \"\$1\" -o /out/gpuhc-\$p ./\$p || exit 1; done" sh "$1"
+		sh -c "cd /src && for p in healthcheck prolog epilog; do go build -buildmode=pie -trimpath -buildvcs=false -ldflags \"\$1\" -o /out/gpuhc-\$p ./\$p || exit 1; done" sh "$1"
 ' build "$ROOT" "$REPO" "$GOROOT_HOST" "$GOMODCACHE_HOST" "$STAGE/usr/sbin" "$LDFLAGS"
 
 for p in drain; do
@@ -120,7 +121,9 @@ for f in "$STAGE"/usr/sbin/gpuhc-*; do
 		[[ $(printf '%s\n%s\n' "$need" "$MAX_GLIBC" | sort -V | tail -1) == "$MAX_GLIBC" ]] ||
 			die "$b: requires GLIBC_$need, newer than $MAX_GLIBC: $(objdump -T "$f" | grep -o 'GLIBC_[0-9][0-9.]*' | sort -uV | tr '\n' ' ')"
 		libs=$(objdump -p "$f" | awk '/NEEDED/ {print $2}' | tr '\n' ' ')
-		printf '   %-18s %9d bytes  dynamic, needs GLIBC_%s at most; NEEDED: %s\n' "$b" "$size" "$need" "$libs"
+		# ELF type DYN: position-independent (-buildmode=pie).
+		[[ $(LC_ALL=C readelf -h "$f" | awk '/^ *Type:/ {print $2}') == DYN ]] || die "$b: not a PIE (readelf -h: $(readelf -h "$f" | grep 'Type:'))"
+		printf '   %-18s %9d bytes  dynamic PIE, needs GLIBC_%s at most; NEEDED: %s\n' "$b" "$size" "$need" "$libs"
 	else
 		objdump -p "$f" | grep -q NEEDED && die "$b: dynamically linked, expected static"
 		printf '   %-18s %9d bytes  static\n' "$b" "$size"

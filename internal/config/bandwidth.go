@@ -20,7 +20,7 @@ type Bandwidth struct {
 	Libcuda string `toml:"libcuda"`
 	// Size is the bytes of one copy ("256MiB"); far above the L2 cache
 	// (50 MB on H100), or device-to-device figures measure the cache.
-	Size string `toml:"size"`
+	Size string `toml:"size" unit:"bytes (a size)"`
 	// Iterations are timed copies after one warm-up; the median counts.
 	Iterations int `toml:"iterations"`
 	// P2P picks the GPU pairs measured: "all" ordered pairs, "ring"
@@ -40,11 +40,11 @@ type Bandwidth struct {
 	// IBWriteArgs are appended to both ib_write_bw sides (e.g. "-x", "3").
 	IBWriteArgs []string `toml:"ib_write_args"`
 	// IBWriteGbps is the floor of each pair's average, in Gb/s; 0: report.
-	IBWriteGbps   float64 `toml:"ib_write_gbps"`
+	IBWriteGbps   float64 `toml:"ib_write_gbps" unit:"Gb/s"`
 	AllReducePerf string  `toml:"all_reduce_perf"`
 	// AllReduceGBps is the floor of the bus bandwidth at 1 GiB, GB/s;
 	// 0: report only.
-	AllReduceGBps float64 `toml:"all_reduce_gbps"`
+	AllReduceGBps float64 `toml:"all_reduce_gbps" unit:"GB/s"`
 }
 
 // BandwidthFloor is the least bandwidth, in GB/s (1e9 bytes/s), of one
@@ -52,11 +52,11 @@ type Bandwidth struct {
 type BandwidthFloor struct {
 	// Model is a glob on the CUDA device name ("NVIDIA H100 80GB HBM3").
 	Model   string  `toml:"model"`
-	H2DGBps float64 `toml:"h2d_gbps"`
-	D2HGBps float64 `toml:"d2h_gbps"`
+	H2DGBps float64 `toml:"h2d_gbps" unit:"GB/s"`
+	D2HGBps float64 `toml:"d2h_gbps" unit:"GB/s"`
 	// D2DGBps counts read plus write bytes of a device-local copy.
-	D2DGBps float64 `toml:"d2d_gbps"`
-	P2PGBps float64 `toml:"p2p_gbps"`
+	D2DGBps float64 `toml:"d2d_gbps" unit:"GB/s"`
+	P2PGBps float64 `toml:"p2p_gbps" unit:"GB/s"`
 }
 
 // DefaultBandwidthFloors are design.md §5's starting floors, used when

@@ -103,7 +103,7 @@ type Policy struct {
 	// limits them to a share of all nodes (0 disables that limit),
 	// MaxDrainedNodes to a number (0 disables that limit). Whatever the
 	// limits, one node may always be drained.
-	MaxDrainedFraction float64 `toml:"max_drained_fraction"`
+	MaxDrainedFraction float64 `toml:"max_drained_fraction" unit:"fraction of all nodes, 0 to 1"`
 	MaxDrainedNodes    int     `toml:"max_drained_nodes"`
 	// StormCache is how long the guard's count of drained nodes is
 	// trusted to refuse a drain without listing the nodes again; 0 lists
@@ -155,15 +155,15 @@ type Common struct {
 // Thermal compares hwmon temp*_input and thermal zones to limits.
 type Thermal struct {
 	Common
-	WarnCelsius float64 `toml:"warn_celsius"`
-	FailCelsius float64 `toml:"fail_celsius"`
+	WarnCelsius float64 `toml:"warn_celsius" unit:"°C"`
+	FailCelsius float64 `toml:"fail_celsius" unit:"°C"`
 	// CPU limits judge coretemp, k10temp and zenpower sensors and the
 	// x86_pkg_temp zone; HCA limits judge mlx5 adapters. 0 = the general
 	// limit.
-	CPUWarnCelsius float64 `toml:"cpu_warn_celsius"`
-	CPUFailCelsius float64 `toml:"cpu_fail_celsius"`
-	HCAWarnCelsius float64 `toml:"hca_warn_celsius"`
-	HCAFailCelsius float64 `toml:"hca_fail_celsius"`
+	CPUWarnCelsius float64 `toml:"cpu_warn_celsius" unit:"°C"`
+	CPUFailCelsius float64 `toml:"cpu_fail_celsius" unit:"°C"`
+	HCAWarnCelsius float64 `toml:"hca_warn_celsius" unit:"°C"`
+	HCAFailCelsius float64 `toml:"hca_fail_celsius" unit:"°C"`
 	// UseSensorLimits also fails at a sensor's own temp*_crit when lower.
 	UseSensorLimits bool `toml:"use_sensor_limits"`
 	// Exclude lists sensor names (hwmon name or zone type) to ignore; globs.
@@ -194,14 +194,14 @@ type Mount struct {
 	FSType   string `toml:"fstype"`   // optional: expected filesystem type
 	Writable bool   `toml:"writable"` // create and remove a probe file
 	// MinFree is a floor on free space: "10GiB", "500MB" or "5%".
-	MinFree string `toml:"min_free"`
+	MinFree string `toml:"min_free" unit:"bytes (a size) or % of the filesystem"`
 }
 
 // Memory checks MemTotal against an expectation.
 type Memory struct {
 	Common
 	// MinTotal is the least acceptable MemTotal ("1000GiB"); empty: report only.
-	MinTotal string `toml:"min_total"`
+	MinTotal string `toml:"min_total" unit:"bytes (a size)"`
 }
 
 // CPU checks the online CPU count.

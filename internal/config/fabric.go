@@ -37,7 +37,7 @@ type FabricManager struct {
 	FatalPatterns []string `toml:"fatal_patterns"`
 	// MaxRead caps the log bytes read per run ("4MiB"); the oldest unread
 	// part beyond it is skipped.
-	MaxRead string `toml:"max_read"`
+	MaxRead string `toml:"max_read" unit:"bytes (a size)"`
 	// NVLSMProcess is the NVLink subnet manager's process name. On
 	// NVLink5 baseboards (HGX/DGX B200, B300), whose NVSwitches are
 	// managed through ConnectX functions (VPD SMDL=SW_MNG) rather than

@@ -103,7 +103,7 @@ type GPUNVLink struct {
 type GPUThermal struct {
 	Common
 	// MarginCelsius: WARN this close to the slowdown threshold; FAIL at it.
-	MarginCelsius float64 `toml:"margin_celsius"`
+	MarginCelsius float64 `toml:"margin_celsius" unit:"°C"`
 }
 
 // GPUConfig checks GPU settings that jobs rely on.

@@ -34,7 +34,7 @@ type IBPort struct {
 	// not check.
 	ExpectedActivePorts int `toml:"expected_active_ports"`
 	// MinRateGbps is the floor on an active port's rate; 0 for none.
-	MinRateGbps float64 `toml:"min_rate_gbps"`
+	MinRateGbps float64 `toml:"min_rate_gbps" unit:"Gb/s"`
 	// LinkLayer every port must have: "InfiniBand", "Ethernet" or "" (any).
 	LinkLayer string `toml:"link_layer"`
 	// Firmware pins every HCA's fw_ver exactly; "" for none.
@@ -55,7 +55,7 @@ type IBPortGroup struct {
 	// LinkLayer selects the ports: "InfiniBand" or "Ethernet".
 	LinkLayer string `toml:"link_layer"`
 	// MinRateGbps is the floor on an active port's rate; 0 for none.
-	MinRateGbps float64 `toml:"min_rate_gbps"`
+	MinRateGbps float64 `toml:"min_rate_gbps" unit:"Gb/s"`
 	// ExpectedActivePorts is the least number of ACTIVE ports of this
 	// link layer; 0 (unset) or -1 does not check.
 	ExpectedActivePorts int `toml:"expected_active_ports"`

@@ -42,7 +42,7 @@ type Epilog struct {
 	// LeftoverMemoryMiB is the GPU memory in use, with no process of
 	// another job on the GPU, above which the job's GPU did not release its
 	// memory; 0 does not judge memory.
-	LeftoverMemoryMiB int `toml:"leftover_memory_mib"`
+	LeftoverMemoryMiB int `toml:"leftover_memory_mib" unit:"MiB"`
 	// KillGrace is the wait between SIGTERM and SIGKILL in "kill" mode.
 	KillGrace Duration `toml:"kill_grace"`
 	// FailExit is the exit status after a FAIL (once the node is drained
