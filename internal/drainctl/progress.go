@@ -5,7 +5,6 @@ import (
 	"time"
 )
 
-
 // progressEvery is how many events pass between two looks at the clock,
 // so that the common case costs a counter increment.
 const progressEvery = 4096
