@@ -16,5 +16,9 @@ func main() {
 		Stdin:    os.Stdin,
 		Stdout:   os.Stdout,
 		Stderr:   os.Stderr,
+		StderrIsTerminal: func() bool {
+			fi, err := os.Stderr.Stat()
+			return err == nil && fi.Mode()&os.ModeCharDevice != 0
+		},
 	}.Main())
 }

@@ -53,6 +53,9 @@ type Program struct {
 	NewController func(cfg config.Slurm, log logrus.FieldLogger) (slurm.Controller, error)
 	// UID is the real user id, for the "by" of events; nil: os.Getuid.
 	UID func() int
+	// StderrIsTerminal says whether Stderr is a terminal, where reading
+	// many event logs shows progress; nil: not a terminal (silent).
+	StderrIsTerminal func() bool
 }
 
 // usageError is a command-line mistake: exit 2 with a hint.

@@ -85,9 +85,12 @@ func (p Program) scanEach(ctx context.Context, o *common, fn func(events.Event))
 	if err != nil || len(srcs) == 0 {
 		return err
 	}
-	warn := func(msg string) { fmt.Fprintf(p.Stderr, "%s: warning: %s\n", prog, msg) }
+	pg := p.newProgress()
+	defer pg.done()
+	warn := func(msg string) { pg.clear(); fmt.Fprintf(p.Stderr, "%s: warning: %s\n", prog, msg) }
 	each := func(ev events.Event) error {
 		fn(ev)
+		pg.tick()
 		return nil
 	}
 	if !defaulted {
