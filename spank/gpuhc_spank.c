@@ -1,7 +1,7 @@
 /*
  * gpuhc SPANK plugin: --gpu-health=quick|full for srun, sbatch and salloc.
  *
- * A deliberately small C shim (design.md §3): a Go runtime inside srun,
+ * A deliberately small C shim: a Go runtime inside srun,
  * sbatch or slurmstepd's fork paths is unsafe, so all the plugin does is
  *
  *   1. register the option in every context that parses it (local = srun,
