@@ -1,6 +1,7 @@
 package drainctl
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -32,12 +33,7 @@ var statsSections = []string{"node", "check", "serial", "type", "lemons"}
 
 func (p Program) stats(args []string) error {
 	var o statsOpts
-	fs := p.flags("stats", "", statsAbout, &o.common, true)
-	fs.StringVar(&o.node, "node", "", "only these nodes (`hostlist` or glob: gpu[001-004], gpu0*)")
-	fs.StringVar(&o.check, "check", "", "only this `check`, by name (host.mounts) or glob (gpu.*)")
-	fs.StringVar(&o.since, "since", "", "window start `when`: a duration back (30d, 2w) or a time (2026-11-01, RFC 3339); default: the first event")
-	fs.StringVar(&o.until, "until", "", "window end `when` (same forms as --since); default: now")
-	fs.IntVar(&o.lemonMin, "lemon-min", stats.DefaultLemonMin, "episodes that make a node or GPU a lemon (`N`)")
+	fs := p.statsFlags("stats", "", statsAbout, &o)
 	fs.StringVar(&o.by, "by", strings.Join(statsSections, ","), "breakdowns to print (table and CSV), comma-separated: `node,check,serial,type,lemons`")
 	pos, err := parse(fs, &o.common, args)
 	if err != nil {
@@ -46,42 +42,14 @@ func (p Program) stats(args []string) error {
 	if err := noArgs(pos); err != nil {
 		return err
 	}
-	now := p.now()
-	since, err := parseWhen(o.since, now)
-	if err != nil {
-		return usagef("--since: %v", err)
-	}
-	until, err := parseWhen(o.until, now)
-	if err != nil {
-		return usagef("--until: %v", err)
-	}
-	if !since.IsZero() && !until.IsZero() && !since.Before(until) {
-		return usagef("--since must be before --until")
-	}
-	if o.lemonMin < 1 {
-		return usagef("--lemon-min must be at least 1")
-	}
 	sections, err := bySections(o.by)
 	if err != nil {
 		return err
 	}
-	match, err := nodeMatcher(o.node)
+	rep, partial, err := p.statsReport(&o, nil)
 	if err != nil {
 		return err
 	}
-	acc := stats.New(stats.Options{Since: since, Until: until, LemonMin: o.lemonMin, Check: o.check})
-	ctx, cancel := slurmContext()
-	defer cancel()
-	partial, err := incomplete(p.scanEach(ctx, &o.common, func(ev events.Event) {
-		if match(ev.Node) {
-			acc.Add(ev)
-		}
-	}))
-	if err != nil {
-		return err
-	}
-	rep := acc.Report()
-	rep.Filter.Node = o.node
 	switch o.format() {
 	case formatJSON:
 		err = emit(p.Stdout, formatJSON, table{}, rep)
@@ -94,6 +62,60 @@ func (p Program) stats(args []string) error {
 		return err
 	}
 	return partial
+}
+
+// statsFlags are the window and selection flags that stats and report
+// share, so that a report covers exactly what stats would count.
+func (p Program) statsFlags(name, args, about string, o *statsOpts) *flag.FlagSet {
+	fs := p.flags(name, args, about, &o.common, true)
+	fs.StringVar(&o.node, "node", "", "only these nodes (`hostlist` or glob: gpu[001-004], gpu0*)")
+	fs.StringVar(&o.check, "check", "", "only this `check`, by name (host.mounts) or glob (gpu.*)")
+	fs.StringVar(&o.since, "since", "", "window start `when`: a duration back (30d, 2w) or a time (2026-11-01, RFC 3339); default: the first event")
+	fs.StringVar(&o.until, "until", "", "window end `when` (same forms as --since); default: now")
+	fs.IntVar(&o.lemonMin, "lemon-min", stats.DefaultLemonMin, "episodes that make a node or GPU a lemon (`N`)")
+	return fs
+}
+
+// statsReport reads the event logs once into the report; also, when not
+// nil, is given every selected event too. partial is a source that could
+// not be read whole (the report stands, the exit code says so).
+func (p Program) statsReport(o *statsOpts, also func(events.Event)) (rep stats.Report, partial, err error) {
+	now := p.now()
+	since, err := parseWhen(o.since, now)
+	if err != nil {
+		return rep, nil, usagef("--since: %v", err)
+	}
+	until, err := parseWhen(o.until, now)
+	if err != nil {
+		return rep, nil, usagef("--until: %v", err)
+	}
+	if !since.IsZero() && !until.IsZero() && !since.Before(until) {
+		return rep, nil, usagef("--since must be before --until")
+	}
+	if o.lemonMin < 1 {
+		return rep, nil, usagef("--lemon-min must be at least 1")
+	}
+	match, err := nodeMatcher(o.node)
+	if err != nil {
+		return rep, nil, err
+	}
+	acc := stats.New(stats.Options{Since: since, Until: until, LemonMin: o.lemonMin, Check: o.check})
+	ctx, cancel := slurmContext()
+	defer cancel()
+	partial, err = incomplete(p.scanEach(ctx, &o.common, func(ev events.Event) {
+		if match(ev.Node) {
+			acc.Add(ev)
+			if also != nil {
+				also(ev)
+			}
+		}
+	}))
+	if err != nil {
+		return rep, nil, err
+	}
+	rep = acc.Report()
+	rep.Filter.Node = o.node
+	return rep, partial, nil
 }
 
 func bySections(s string) (map[string]bool, error) {
