@@ -150,7 +150,7 @@ func parseNVBWMatrix(ls []string, i int, t *nvbwTest) int {
 		i++
 	}
 	if len(t.rows) == 0 {
-		t.status = "matrix without rows after " + t.desc
+		t.status = "matrix without rows after " + printable(t.desc)
 		return i
 	}
 	t.cols = cols
