@@ -33,6 +33,9 @@ func TestSlug(t *testing.T) {
 		" Job boundaries: prolog, epilog and `--gpu-health`": "job-boundaries-prolog-epilog-and---gpu-health",
 		" [checks.processes] required":                       "checksprocesses-required",
 		" gpu_xid":                                           "gpu_xid",
+		"[checks.processes]":                                 "checksprocesses",
+		"[[checks.mounts.mount]]":                            "checksmountsmount",
+		"Top-level keys":                                     "top-level-keys",
 	} {
 		if got := Slug(in); got != want {
 			t.Errorf("Slug(%q) = %q, want %q", in, got, want)

@@ -10,6 +10,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/docslinks"
 )
 
 const (
@@ -70,7 +71,7 @@ func TestReferenceHasEveryKey(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, m := range regexp.MustCompile(`(?m)^#{1,4} (.+)$`).FindAllStringSubmatch(doc, -1) {
-		a := Anchor(m[1])
+		a := docslinks.Slug(m[1])
 		if seen[a] {
 			t.Errorf("anchor #%s twice (heading %q)", a, m[1])
 		}
@@ -174,17 +175,4 @@ func sameValue(a, b reflect.Value) bool {
 		return true
 	}
 	return reflect.DeepEqual(a.Interface(), b.Interface())
-}
-
-func TestAnchor(t *testing.T) {
-	for h, want := range map[string]string{
-		"[checks.processes]":          "checksprocesses",
-		"[checks.processes] required": "checksprocesses-required",
-		"[[checks.mounts.mount]]":     "checksmountsmount",
-		"Top-level keys":              "top-level-keys",
-	} {
-		if got := Anchor(h); got != want {
-			t.Errorf("Anchor(%q) = %q, want %q", h, got, want)
-		}
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/docslinks"
 )
 
 // Shared reports whether key is a field every check section has.
@@ -122,7 +123,7 @@ func writeKey(b *bytes.Buffer, info map[string]config.KeyInfo, k config.KeyInfo,
 	}
 	if len(text) == 0 && kd.SharedAs != "" {
 		h := heading(info[kd.SharedAs])
-		fmt.Fprintf(b, "As [`%s`](#%s), above.\n\n", h, Anchor(h))
+		fmt.Fprintf(b, "As [`%s`](#%s), above.\n\n", h, docslinks.Slug(h))
 	}
 	for _, p := range paragraphs(text) {
 		b.WriteString(p + "\n\n")
@@ -140,21 +141,6 @@ func heading(k config.KeyInfo) string {
 		return k.Name
 	}
 	return "[" + k.Table + "] " + k.Name
-}
-
-// Anchor is the anchor GitHub (and most Markdown renderers) give a
-// heading: lower case, punctuation but '-' and '_' dropped, spaces '-'.
-func Anchor(heading string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(heading) {
-		switch {
-		case r == ' ':
-			b.WriteByte('-')
-		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 func writeHost(b *bytes.Buffer, keys []config.KeyInfo, example []string) {
