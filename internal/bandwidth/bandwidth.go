@@ -298,7 +298,8 @@ func median(xs []float64) (float64, bool) {
 const maxMessage = 180
 
 // printable makes text from a driver or a tool safe for a one-line
-// message: control characters become spaces and the length is capped.
+// message: control characters become spaces and the length is capped at
+// maxMessage bytes.
 func printable(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if r == unicode.ReplacementChar || !unicode.IsPrint(r) {
@@ -308,7 +309,10 @@ func printable(s string) string {
 	}, s)
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > maxMessage {
-		cut := maxMessage
+		// The ellipsis counts within the cap, so that printable of
+		// its own output is that output: a message built around
+		// printable parts can go through it again whole.
+		cut := maxMessage - len("...")
 		for cut > 0 && !utf8Start(s[cut]) {
 			cut--
 		}

@@ -120,7 +120,7 @@ func TestPrintable(t *testing.T) {
 		t.Errorf("printable: %q", got)
 	}
 	long := printable(strings.Repeat("é", 200))
-	if len(long) > maxMessage+3 || !strings.HasSuffix(long, "...") || !strings.HasPrefix(long, "é") {
+	if len(long) > maxMessage || !strings.HasSuffix(long, "...") || !strings.HasPrefix(long, "é") || printable(long) != long {
 		t.Errorf("long text: %d bytes %q", len(long), long[len(long)-8:])
 	}
 }

@@ -116,12 +116,12 @@ func parseNVBandwidth(out []byte) (*nvbwReport, error) {
 // used.
 func parseNVBWMatrix(ls []string, i int, t *nvbwTest) int {
 	if i >= len(ls) {
-		t.status = "matrix missing after " + printable(t.desc)
+		t.fail("matrix missing after %s", t.desc)
 		return i
 	}
 	cols, err := intFields(ls[i])
 	if err != nil || len(cols) == 0 || len(cols) > maxNVBWDevices || !slices.IsSorted(cols) {
-		t.status = fmt.Sprintf("matrix header %q is not a list of devices", printable(ls[i]))
+		t.fail("matrix header %q is not a list of devices", printable(ls[i]))
 		return i
 	}
 	for i+1 < len(ls) {
@@ -131,7 +131,7 @@ func parseNVBWMatrix(ls []string, i int, t *nvbwTest) int {
 		}
 		label, err := strconv.Atoi(f[0])
 		if err != nil || len(f) != len(cols)+1 {
-			t.status = fmt.Sprintf("matrix row %q does not match its %d columns", printable(ls[i+1]), len(cols))
+			t.fail("matrix row %q does not match its %d columns", printable(ls[i+1]), len(cols))
 			return i + 1
 		}
 		row := nvbwRow{label: label}
@@ -140,7 +140,7 @@ func parseNVBWMatrix(ls []string, i int, t *nvbwTest) int {
 			if c != "N/A" {
 				v, err = strconv.ParseFloat(c, 64)
 				if err != nil || !(v >= 0) || math.IsInf(v, 0) {
-					t.status = fmt.Sprintf("matrix cell %q is not a bandwidth", printable(c))
+					t.fail("matrix cell %q is not a bandwidth", printable(c))
 					return i + 1
 				}
 			}
@@ -150,11 +150,18 @@ func parseNVBWMatrix(ls []string, i int, t *nvbwTest) int {
 		i++
 	}
 	if len(t.rows) == 0 {
-		t.status = "matrix without rows after " + printable(t.desc)
+		t.fail("matrix without rows after %s", t.desc)
 		return i
 	}
 	t.cols = cols
 	return i
+}
+
+// fail records why a test's matrix was refused, within maxMessage as a
+// whole: the quoted line inside is capped too, but the words around it
+// would otherwise carry the status past a drain reason's room.
+func (t *nvbwTest) fail(format string, args ...any) {
+	t.status = printable(fmt.Sprintf(format, args...))
 }
 
 func intFields(s string) ([]int, error) {

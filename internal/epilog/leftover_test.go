@@ -423,7 +423,24 @@ func startAs(t *testing.T, env ...string) (*exec.Cmd, chan error) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	t.Cleanup(func() { cmd.Process.Kill() })
+	waitEnviron(t, cmd.Process.Pid)
 	return cmd, done
+}
+
+// waitEnviron waits until the kernel has set up pid's new environment:
+// Start returns at exec's point of no return, when comm already reads
+// "sleep" but /proc/PID/environ may still be empty (a CI run caught
+// this). ReadProc judging such a process "naming no job" is the safe
+// answer in production; a test needs the settled one.
+func waitEnviron(t *testing.T, pid int) {
+	t.Helper()
+	path := fmt.Sprintf("/proc/%d/environ", pid)
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+			return
+		}
+	}
+	t.Fatalf("%s stayed empty", path)
 }
 
 // alive fails the test if the process ended within a short while.
