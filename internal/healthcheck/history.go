@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -48,6 +49,10 @@ type history struct {
 	OperatingSeconds float64 `json:"operating_seconds"`
 	// Failures counts FAIL episodes per check.
 	Failures metrics.Episodes `json:"failures"`
+	// Serials are the GPU serials present during OperatingSeconds, which
+	// the next heartbeat credits with those hours; nil until a run has
+	// seen GPUs with serials.
+	Serials []string `json:"serials,omitempty"`
 }
 
 // historyFile is node's history in the state directory; like the policy
@@ -71,6 +76,9 @@ func loadHistory(path string) (history, error) {
 	if err := json.Unmarshal(b, &h); err != nil {
 		return history{}, fmt.Errorf("%w %s: %v", errHistoryCorrupt, path, err)
 	}
+	// The file is ours, but its serials go into events: keep only what a
+	// run could have written.
+	h.Serials = serialSet(h.Serials)
 	return h, nil
 }
 
@@ -130,7 +138,7 @@ func (p Program) record(ctx context.Context, log *logrus.Entry, node string, cfg
 	h.Failures, _ = h.Failures.Update(results)
 	saved := false
 	if save {
-		saved = p.heartbeat(ctx, log, node, cfg, path, &h, now)
+		saved = p.heartbeat(ctx, log, node, cfg, path, &h, now, presentSerials(results))
 	}
 	if cfg.Metrics.TextfileDir == "" {
 		return
@@ -152,29 +160,89 @@ func (p Program) record(ctx context.Context, log *logrus.Entry, node string, cfg
 // The history is saved before the event is appended: if the save failed
 // after the append, every later run would reload the old clock and write
 // the same hours again, inflating MTTF. Losing hours is the safe side.
-func (p Program) heartbeat(ctx context.Context, log *logrus.Entry, node string, cfg config.Config, path string, h *history, now time.Time) bool {
-	if !h.tick(now, cfg.Events.Heartbeat.Duration) {
+//
+// present are the GPU serials this run saw (nil: none, or none known).
+// When they differ from those the pending hours belong to, a heartbeat
+// is written at once, before it is due, so that a GPU moved to another
+// node takes only its own hours along and its successor starts at zero.
+func (p Program) heartbeat(ctx context.Context, log *logrus.Entry, node string, cfg config.Config, path string, h *history, now time.Time, present []string) bool {
+	due := h.tick(now, cfg.Events.Heartbeat.Duration)
+	moved := present != nil && h.Serials != nil && !slices.Equal(present, h.Serials) && h.OperatingSeconds > 0
+	if !due && !moved {
+		if present != nil {
+			h.Serials = present
+		}
 		if err := saveHistory(path, *h); err != nil {
 			log.WithError(err).Error("run history not saved")
 			return false
 		}
 		return true
 	}
-	pending, last := h.OperatingSeconds, h.LastHeartbeat
+	before := *h
+	serials := h.Serials
+	if serials == nil {
+		// A history from before serials were kept: the GPUs present now
+		// are the best account of the hours.
+		serials = present
+	}
 	h.OperatingSeconds, h.LastHeartbeat = 0, now
+	if present != nil {
+		h.Serials = present
+	}
 	if err := saveHistory(path, *h); err != nil {
 		log.WithError(err).Error("run history not saved; no heartbeat this run")
 		return false
 	}
 	beat := events.Event{
 		Time: now, Kind: events.KindHeartbeat, Node: node, By: "healthcheck",
-		Hours: hours(pending), BootID: p.bootID(cfg),
+		Hours: hours(before.OperatingSeconds), Serials: serials, BootID: p.bootID(cfg),
 	}
 	if err := (events.Log{Path: cfg.Events.File}).Append(ctx, beat); err != nil {
 		log.WithError(err).Error("heartbeat event not written; its hours go into the next one")
-		h.OperatingSeconds, h.LastHeartbeat = pending, last
+		h.OperatingSeconds, h.LastHeartbeat, h.Serials = before.OperatingSeconds, before.LastHeartbeat, before.Serials
 		if err := saveHistory(path, *h); err != nil {
 			log.WithError(err).Error("run history not saved")
+		}
+	}
+	return true
+}
+
+// maxSerials bounds the serials a heartbeat lists: more GPUs than any
+// node has (16 on the largest today) but few enough for one event line.
+const maxSerials = 64
+
+// presentSerials are the GPU serials named by the run's results, sorted
+// and once each; nil when there are none. A serial comes from the
+// driver, so one that is not a short run of printable ASCII (NVML's are
+// digits) is left out rather than written into every heartbeat.
+func presentSerials(results []check.Result) []string {
+	named := make([]string, 0, len(results))
+	for _, r := range results {
+		named = append(named, r.IDs.Serial)
+	}
+	return serialSet(named)
+}
+
+// serialSet is the valid serials of named, sorted and once each, at most
+// maxSerials; nil when none is valid.
+func serialSet(named []string) []string {
+	var out []string
+	for _, s := range named {
+		if validSerial(s) && !slices.Contains(out, s) && len(out) < maxSerials {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func validSerial(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
 		}
 	}
 	return true

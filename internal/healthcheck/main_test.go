@@ -512,8 +512,9 @@ type heartbeatEvent struct {
 	Kind   string    `json:"kind"`
 	Node   string    `json:"node"`
 	By     string    `json:"by"`
-	Hours  float64   `json:"hours"`
-	BootID string    `json:"boot_id"`
+	Hours   float64   `json:"hours"`
+	Serials []string  `json:"serials"`
+	BootID  string    `json:"boot_id"`
 }
 
 func (b bed) heartbeats(t *testing.T) []heartbeatEvent {

@@ -131,6 +131,7 @@ var basePart = part{
 		"missing":        faultMissing,
 		"hang":           faultHang,
 		"nvml-init":      faultNVMLInit,
+		"serial":         faultSerial,
 	},
 }
 
@@ -217,6 +218,18 @@ func faultLost(m *Machine, d *server.Device, i int, value string) error {
 	default:
 		return fmt.Errorf("want no value or \"late\", got %q", value)
 	}
+	return nil
+}
+
+// faultSerial: "gpuN:serial=1654922000099" — a healthy GPU with another
+// board serial, as after a swap: the fire drill for a GPU moved between
+// nodes, whose operating hours follow its serial. The value is what NVML
+// would answer, so it must look like a board serial.
+func faultSerial(m *Machine, d *server.Device, i int, value string) error {
+	if value == "" || len(value) > 30 || strings.IndexFunc(value, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
+		return fmt.Errorf("want the board serial, up to 30 digits, got %q", value)
+	}
+	d.GetSerialFunc = func() (string, nvml.Return) { return value, nvml.SUCCESS }
 	return nil
 }
 

@@ -230,3 +230,24 @@ func TestFaultErrors(t *testing.T) {
 		}
 	}
 }
+
+// A swapped GPU answers with its own serial, and only that GPU; a value
+// NVML would never answer is refused.
+func TestFaultSerial(t *testing.T) {
+	m := mustNew(t, "dgxh100", "gpu3:serial=1654922000099")
+	for i := range m.Devices {
+		d, _ := m.Server.DeviceGetHandleByIndex(i)
+		want := m.Model.Serial(i)
+		if i == 3 {
+			want = "1654922000099"
+		}
+		if s, ret := d.GetSerial(); ret != nvml.SUCCESS || s != want {
+			t.Errorf("gpu%d: serial %q %v, want %q", i, s, ret, want)
+		}
+	}
+	for _, bad := range []string{"gpu3:serial", "gpu3:serial=SN 1", "gpu3:serial=" + strings.Repeat("1", 31)} {
+		if _, err := Build("dgxh100", []string{bad}); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
