@@ -508,10 +508,10 @@ func TestMetricsWriteFailureChangesNothing(t *testing.T) {
 }
 
 type heartbeatEvent struct {
-	Time   time.Time `json:"time"`
-	Kind   string    `json:"kind"`
-	Node   string    `json:"node"`
-	By     string    `json:"by"`
+	Time    time.Time `json:"time"`
+	Kind    string    `json:"kind"`
+	Node    string    `json:"node"`
+	By      string    `json:"by"`
 	Hours   float64   `json:"hours"`
 	Serials []string  `json:"serials"`
 	BootID  string    `json:"boot_id"`
