@@ -92,6 +92,14 @@ e2e-load: build
 metrics-test: build
 	bash test/metrics/run.sh
 
+# The report page in Debian's headless chromium, in about 15 s: no console
+# error, no fetch, a screenshot ($ARTIFACTS, default /tmp/gpuhc-report-test)
+# and the rendered DOM's figures equal to stats --json, each check proved
+# by a negative control (test/report/run.sh; needs chromium, jq).
+.PHONY: report-test
+report-test: build
+	bash test/report/run.sh
+
 # On a GPU machine: real NVML, a dry run, timings; changes nothing (see
 # docs/hardware-validation.md). Results under $OUT if set.
 .PHONY: gpu-smoke

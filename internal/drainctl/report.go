@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/atomicfile"
 	"github.com/gpuhc/gpuhc/internal/events"
+	"github.com/gpuhc/gpuhc/internal/policy"
 	"github.com/gpuhc/gpuhc/internal/stats"
 )
 
@@ -47,11 +48,7 @@ func (p Program) report(args []string) error {
 		return err
 	}
 	var drains []events.Event
-	rep, partial, err := p.statsReport(&o, func(ev events.Event) {
-		if ev.Kind == events.KindDrain || ev.Kind == events.KindResume {
-			drains = append(drains, ev)
-		}
-	})
+	rep, partial, err := p.statsReport(&o, func(ev events.Event) { drains = append(drains, ev) })
 	if err != nil {
 		return err
 	}
@@ -107,9 +104,9 @@ func spans(evs []events.Event, now time.Time) []span {
 		switch {
 		case ev.Kind == events.KindDrain && !isOpen:
 			open[ev.Node] = len(out)
-			out = append(out, span{Node: ev.Node, Check: ev.Check, Reason: ev.Message, From: ev.Time, Open: true})
+			out = append(out, span{Node: ev.Node, Check: drainCheck(ev), Reason: ev.Message, From: ev.Time, Open: true})
 		case ev.Kind == events.KindDrain:
-			out[i].Reason = ev.Message
+			out[i].Check, out[i].Reason = drainCheck(ev), ev.Message
 		case ev.Kind == events.KindResume && isOpen:
 			out[i].To, out[i].Open = ev.Time, false
 			delete(open, ev.Node)
@@ -121,6 +118,17 @@ func spans(evs []events.Event, now time.Time) []span {
 		}
 	}
 	return out
+}
+
+// drainCheck is the check a drain is for. An admin's drain (gpuhc-drain
+// drain) and older logs carry no check field; their reason names the
+// check, and stats counts the drain for that one, so the page does too.
+func drainCheck(ev events.Event) string {
+	if ev.Check != "" {
+		return ev.Check
+	}
+	check, _, _, _ := policy.ParseReason(ev.Message)
+	return check
 }
 
 type reportPage struct {

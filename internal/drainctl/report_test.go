@@ -146,3 +146,36 @@ func TestSpansPairDrainsAndResumes(t *testing.T) {
 		t.Errorf("spans = %+v\nwant %+v", got, want)
 	}
 }
+
+// Found by test/report (headless Chromium against stats --json): the open
+// drains were every drain in the logs, whatever --check or --until said,
+// and an admin's drain (no check field) showed no check.
+func TestReportOpenDrainsAreStats(t *testing.T) {
+	b := newBed(t)
+	b.logEvents("gpu001", events.Event{Time: t0.Add(-3 * time.Hour), Kind: "drain", Node: "gpu001",
+		Message: "gpuhc: host.mounts: /scratch: not mounted"}) // as gpuhc-drain drain writes it
+	b.logEvents("gpu002", events.Event{Time: t0.Add(-2 * time.Hour), Kind: "drain", Node: "gpu002", Check: "gpu.xid",
+		Component: "gpu3", Message: "gpuhc: gpu.xid: gpu3: XID 79"})
+	openRows := regexp.MustCompile(`<tr><td>(gpu\d+)</td><td>[^<]*</td><td>([^<]*)</td>`)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "gpu001 host.mounts, gpu002 gpu.xid"},
+		{[]string{"--check", "host.*"}, "gpu001 host.mounts"},
+		{[]string{"--check", "gpu.xid"}, "gpu002 gpu.xid"},
+		{[]string{"--until", t0.Add(-150 * time.Minute).Format(time.RFC3339)}, "gpu001 host.mounts"},
+		{[]string{"--node", "gpu002"}, "gpu002 gpu.xid"},
+	} {
+		page, rep := reportOf(t, b, c.args...)
+		_, table, _ := strings.Cut(page, `id="open-table"`)
+		table, _, _ = strings.Cut(table, "</table>")
+		var got []string
+		for _, m := range openRows.FindAllStringSubmatch(table, -1) {
+			got = append(got, m[1]+" "+m[2])
+		}
+		if strings.Join(got, ", ") != c.want || len(got) != rep.Fleet.Open {
+			t.Errorf("%v: open drains %q (stats: %d open), want %q", c.args, got, rep.Fleet.Open, c.want)
+		}
+	}
+}

@@ -79,7 +79,9 @@ func (p Program) statsFlags(name, args, about string, o *statsOpts) *flag.FlagSe
 // statsReport reads the event logs once into the report; also, when not
 // nil, is given every selected event too. partial is a source that could
 // not be read whole (the report stands, the exit code says so).
-func (p Program) statsReport(o *statsOpts, also func(events.Event)) (rep stats.Report, partial, err error) {
+// statsReport computes stats' report; drains, if not nil, is called with
+// each drain and resume event the report counts (stats.KeepsDrain).
+func (p Program) statsReport(o *statsOpts, drains func(events.Event)) (rep stats.Report, partial, err error) {
 	now := p.now()
 	since, err := parseWhen(o.since, now)
 	if err != nil {
@@ -105,8 +107,8 @@ func (p Program) statsReport(o *statsOpts, also func(events.Event)) (rep stats.R
 	partial, err = incomplete(p.scanEach(ctx, &o.common, func(ev events.Event) {
 		if match(ev.Node) {
 			acc.Add(ev)
-			if also != nil {
-				also(ev)
+			if drains != nil && acc.KeepsDrain(ev) {
+				drains(ev)
 			}
 		}
 	}))

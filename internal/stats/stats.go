@@ -338,6 +338,22 @@ func New(opts Options) *Accumulator {
 	return a
 }
 
+// KeepsDrain reports whether Add counts ev, a drain or resume event: it
+// is before Until, of a node Options.Node matches and, for a drain, the check its reason names matches
+// Options.Check (a resume is kept whatever its reason: it closes
+// episodes). The report's timeline draws the drains stats counts with it,
+// so the page's open drains are stats' open drains under every flag.
+func (a *Accumulator) KeepsDrain(ev events.Event) bool {
+	if ev.Kind != events.KindDrain && ev.Kind != events.KindResume || ev.Time.UnixMicro() >= a.until || !match(a.opts.Node, ev.Node) {
+		return false
+	}
+	if ev.Kind == events.KindDrain {
+		check, _, _, _ := policy.ParseReason(ev.Message)
+		return match(a.opts.Check, check)
+	}
+	return true
+}
+
 func match(pattern, name string) bool {
 	if pattern == "" {
 		return true
@@ -409,16 +425,13 @@ func (a *Accumulator) Add(ev events.Event) {
 			a.observe(t, t)
 		}
 	case events.KindDrain, events.KindResume:
-		if t >= a.until {
+		if !a.KeepsDrain(ev) {
 			return
 		}
 		check, comp, _, _ := policy.ParseReason(ev.Message)
 		kind := recDrain
 		if ev.Kind == events.KindResume {
 			kind = recResume
-		} else if !match(a.opts.Check, check) {
-			// A resume is kept whatever its reason: it closes episodes.
-			return
 		}
 		a.events++
 		n.recs = append(n.recs, rec{t: t, kind: kind, check: a.intern(check), comp: a.intern(comp)})

@@ -27,6 +27,11 @@ func main() {
 	flag.Float64Var(&p.LemonFactor, "lemon-factor", d.LemonFactor, "how much more often lemon nodes fail")
 	flag.IntVar(&p.RotateBytes, "rotate", d.RotateBytes, "rotate a node's log at this many bytes (0: never)")
 	flag.DurationVar(&p.Heartbeat, "heartbeat", d.Heartbeat, "heartbeat interval")
+	flag.Func("start", "when the logs begin, RFC 3339 (default 2025-01-01T00:00:00Z); a start -days back from now makes open drains end at now, as on a live fleet", func(v string) error {
+		t, err := time.Parse(time.RFC3339, v)
+		p.Start = t
+		return err
+	})
 	out := flag.String("out", "", "directory to write (required)")
 	truth := flag.String("truth", "", "also write the ground truth as JSON to this file")
 	flag.Parse()
