@@ -1,5 +1,5 @@
 // Package bandwidth measures how fast data moves on a GPU node and judges
-// the figures against per-model floors (design.md §5):
+// the figures against per-model floors (docs/architecture.md#bandwidth-floors):
 //
 //   - in process, through the CUDA driver API dlopened at run time (cgo;
 //     no CUDA toolkit needed): host->device and device->host copies from

@@ -154,9 +154,9 @@ func kernelChecks(cfg config.Config, env Env) []entry {
 }
 
 // fabricChecks are the InfiniBand/RoCE, Fabric Manager and GPU<->NIC
-// placement checks (design.md §5-6). They read sysfs under cfg.Root and
-// use the GPU node, when there is one, to know which GPUs exist. All of
-// them judge one scan of the RDMA devices (env.IB, or one gathered here):
+// placement checks (docs/architecture.md#checks). They read sysfs under
+// cfg.Root and use the GPU node, when there is one, to know which GPUs
+// exist. All of them judge one scan of the RDMA devices (env.IB, or one gathered here):
 // the RDMA class is walked and each ConnectX function's VPD read once a
 // run, whichever of them runs first.
 func fabricChecks(cfg config.Config, env Env) []entry {

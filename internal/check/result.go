@@ -60,7 +60,7 @@ func ParseStatus(name string) (Status, error) {
 // Action is what the check suggests doing about a result.
 type Action string
 
-// The actions design.md §2 names.
+// The suggested actions (docs/architecture.md#suggested-action).
 const (
 	ActionNone          Action = "none"
 	ActionDrain         Action = "drain"

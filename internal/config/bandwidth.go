@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// Bandwidth configures the bandwidth validation (design.md §5 floors):
+// Bandwidth configures the bandwidth validation
+// (docs/architecture.md#bandwidth-floors):
 // copies measured in process through the CUDA driver, and optional runs
 // of nvbandwidth, ib_write_bw and all_reduce_perf where they are installed.
 type Bandwidth struct {
@@ -59,8 +60,8 @@ type BandwidthFloor struct {
 	P2PGBps float64 `toml:"p2p_gbps" unit:"GB/s"`
 }
 
-// DefaultBandwidthFloors are design.md §5's starting floors, used when
-// the configuration lists none. The CUDA
+// DefaultBandwidthFloors are the starting floors, used when the
+// configuration lists none (docs/architecture.md#bandwidth-floors). The CUDA
 // device names are what the driver reports for the SXM parts; PCIe and
 // NVL variants ("NVIDIA H100 PCIe", "NVIDIA H200 NVL") deliberately match
 // nothing, since their P2P goes over PCIe or bridges to only some peers.

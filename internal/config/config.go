@@ -68,7 +68,8 @@ func SyslogFacilityCode(name string) (int, bool) {
 // MaxSyslogTag is RFC 3164's limit on a tag's length.
 const MaxSyslogTag = 32
 
-// Events configures the failure event log (design.md §7).
+// Events configures the failure event log
+// (docs/architecture.md#events-and-mttf).
 type Events struct {
 	File string `toml:"file"`
 	// Heartbeat is the least time between two heartbeat events, which
@@ -98,11 +99,11 @@ type Policy struct {
 	ResumeAfter int `toml:"resume_after"`
 	// AutoResume can be turned off where admins want to resume by hand.
 	AutoResume bool `toml:"auto_resume"`
-	// The storm guard (design.md §8): gpuhc does not drain a node while
-	// too many others are already drained by gpuhc. MaxDrainedFraction
-	// limits them to a share of all nodes (0 disables that limit),
-	// MaxDrainedNodes to a number (0 disables that limit). Whatever the
-	// limits, one node may always be drained.
+	// The storm guard (docs/architecture.md#storm-guard): gpuhc does
+	// not drain a node while too many others are already drained by
+	// gpuhc. MaxDrainedFraction limits them to a share of all nodes (0
+	// disables that limit), MaxDrainedNodes to a number (0 disables
+	// that limit). Whatever the limits, one node may always be drained.
 	MaxDrainedFraction float64 `toml:"max_drained_fraction" unit:"fraction of all nodes, 0 to 1"`
 	MaxDrainedNodes    int     `toml:"max_drained_nodes"`
 	// StormCache is how long the guard's count of drained nodes is

@@ -10,7 +10,8 @@ import (
 	"github.com/gpuhc/gpuhc/internal/lazyre"
 )
 
-// Fabric holds the fabric.* checks' settings (design.md §5).
+// Fabric holds the fabric.* checks' settings
+// (docs/architecture.md#fabric-and-nvswitch).
 type Fabric struct {
 	Manager FabricManager `toml:"manager"`
 	SXid    SXid          `toml:"sxid"`

@@ -1,7 +1,8 @@
 package config
 
-// GPU holds the gpu.* checks' settings (design.md §5). Every threshold can
-// be overridden per host in a [[host]] section like any other key.
+// GPU holds the gpu.* checks' settings (docs/architecture.md#gpu-checks).
+// Every threshold can be overridden per host in a [[host]] section like any
+// other key.
 type GPU struct {
 	Count  GPUCount  `toml:"count"`
 	Driver GPUDriver `toml:"driver"`

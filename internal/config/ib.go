@@ -11,7 +11,8 @@ import (
 	"github.com/gpuhc/gpuhc/internal/lazyre"
 )
 
-// IB holds the ib.* checks' settings (design.md §6).
+// IB holds the ib.* checks' settings
+// (docs/architecture.md#infiniband-and-roce).
 type IB struct {
 	// Exclude lists devices ("mlx5_8") or ports ("mlx5_8/1") that no ib.*
 	// check (nor topology) judges; path.Match globs ("mlx5_*").

@@ -113,7 +113,8 @@ func offline(n slurm.Node) bool {
 }
 
 // gpuhcDrain reports whether the node is drained by gpuhc: the DRAIN flag
-// and a "gpuhc:" reason, never the reason alone (design.md §3).
+// and a "gpuhc:" reason, never the reason alone
+// (docs/architecture.md#drain-reasons-and-ownership).
 func gpuhcDrain(n slurm.Node) bool {
 	return n.Drained() && policy.Owned(n.Reason)
 }

@@ -1,5 +1,6 @@
 // Package events appends gpuhc's failure and action records to a JSON-lines
-// log, the raw material for MTTF/MTTR statistics (design.md §7).
+// log, the raw material for MTTF/MTTR statistics
+// (docs/architecture.md#events-and-mttf).
 package events
 
 import (

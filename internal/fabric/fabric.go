@@ -1,8 +1,9 @@
 // Package fabric is the fabric.manager check: NVIDIA Fabric Manager on
-// NVSwitch systems (design.md §5). Where NVSwitches are on the PCI bus,
-// or, on NVLink5 baseboards (B200, B300), where the IB discovery finds
-// NVSwitch management devices (VPD SMDL=SW_MNG), it checks, reading
-// /proc, /sys and the log under a root and executing nothing:
+// NVSwitch systems (docs/architecture.md#fabric-and-nvswitch). Where
+// NVSwitches are on the PCI bus, or, on NVLink5 baseboards (B200, B300),
+// where the IB discovery finds NVSwitch management devices (VPD
+// SMDL=SW_MNG), it checks, reading /proc, /sys and the log under a root and
+// executing nothing:
 //
 //  1. the nv-fabricmanager process is running, and on NVLink5 the NVLink
 //     subnet manager (nvlsm) too;

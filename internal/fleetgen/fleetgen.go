@@ -22,18 +22,18 @@
 // during a drain, or an admin resuming a still-failing node which the
 // health check then drains again.
 //
-// The truth follows design.md §7, written here from the scenario rather
-// than from the lines: an episode begins with a component's first FAIL
-// after healthy (an incident's first FAIL, whether logged after OK, after
-// an ERROR that followed OK, or first seen) and ends at its recovery or at
-// the node's resume, whichever comes first. An admin's resume of a node
-// whose component still fails ends the episode but does not re-arm the
-// component: the FAIL lines that follow (FAIL→FAIL, or an ERROR→FAIL blip)
-// belong to no episode, and only the recovery to a healthy status lets a
-// later incident open a new one. Special nodes: node 0 never fails; a GPU
-// of node 1 fails repeatedly, is moved to node 2 half-way and fails there
-// too; node 1's current log has a torn line in the middle and a torn last
-// line; Params.LemonNodes nodes fail LemonFactor times as often.
+// The truth follows docs/architecture.md#episodes, written here from the
+// scenario rather than from the lines: an episode begins with a component's
+// first FAIL after healthy (an incident's first FAIL, whether logged after
+// OK, after an ERROR that followed OK, or first seen) and ends at its
+// recovery or at the node's resume, whichever comes first. An admin's
+// resume of a node whose component still fails ends the episode but does
+// not re-arm the component: the FAIL lines that follow (FAIL→FAIL, or an
+// ERROR→FAIL blip) belong to no episode, and only the recovery to a healthy
+// status lets a later incident open a new one. Special nodes: node 0 never
+// fails; a GPU of node 1 fails repeatedly, is moved to node 2 half-way and
+// fails there too; node 1's current log has a torn line in the middle and a
+// torn last line; Params.LemonNodes nodes fail LemonFactor times as often.
 package fleetgen
 
 import (

@@ -185,9 +185,9 @@ func TestParams(t *testing.T) {
 	}
 }
 
-// The truth follows design.md §7: an admin's resume of a still-failing
-// node ends the episode without re-arming the component, so an ERROR→FAIL
-// blip after it opens no new episode.
+// The truth follows docs/architecture.md#episodes: an admin's resume of a
+// still-failing node ends the episode without re-arming the component, so
+// an ERROR→FAIL blip after it opens no new episode.
 func TestResumeDoesNotRearmInTruth(t *testing.T) {
 	p := Params{Nodes: 40, GPUsPerNode: 8, Days: 120, FailureRate: 6, LemonNodes: 2, LemonFactor: 8, Seed: 7, RotateBytes: 12 << 10}
 	dir := t.TempDir()

@@ -18,14 +18,15 @@ import (
 // (None) to 0x2 (Node Reboot Required)").
 type RecoveryAction uint32
 
-// recoveryVerdicts is design.md §5's table for XID 154, which gpu.recovery
-// shares. Names and meanings after NVIDIA's "GPU Memory Error Management",
-// "Error Recovery and Response Flags"
+// recoveryVerdicts is the verdict on each recovery action, for gpu.recovery
+// and XID 154 alike (docs/architecture.md#xid-classification). Names and
+// meanings after NVIDIA's "GPU Memory Error Management", "Error Recovery
+// and Response Flags"
 // (https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/) and go-nvml's
-// GPU_RECOVERY_ACTION_* (pkg/nvml/const.go, v0.13.4-1). The last three
-// are newer than that page: an IMEX domain to recover is the fabric's
-// (drain the node meanwhile); a bus reset is what `nvidia-smi -r` does;
-// a system reboot is a reboot.
+// GPU_RECOVERY_ACTION_* (pkg/nvml/const.go, v0.13.4-1). The last three are
+// newer than that page: an IMEX domain to recover is the fabric's (drain
+// the node meanwhile); a bus reset is what `nvidia-smi -r` does; a system
+// reboot is a reboot.
 var recoveryVerdicts = map[RecoveryAction]struct {
 	name   string
 	status check.Status

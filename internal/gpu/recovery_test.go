@@ -11,8 +11,8 @@ import (
 )
 
 // gpu.recovery per NVIDIA's recovery actions ("GPU Memory Error
-// Management", "Error Recovery and Response Flags") and design.md §5's
-// table for XID 154, on every simulator.
+// Management", "Error Recovery and Response Flags"), the verdicts XID 154
+// shares (docs/architecture.md#xid-classification), on every simulator.
 func TestRecovery(t *testing.T) {
 	mk := func(n *Node, _ statefile.Dir) check.Check { return NewRecovery(n) }
 	one := func(w ...hwWant) func(sim.Model) []hwWant { return func(sim.Model) []hwWant { return w } }

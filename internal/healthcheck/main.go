@@ -17,7 +17,7 @@ import (
 	"github.com/gpuhc/gpuhc/internal/version"
 )
 
-// Exit codes (design.md §9).
+// Exit codes (docs/architecture.md#exit-codes).
 const (
 	ExitHealthy  = 0
 	ExitFail     = 1

@@ -1,6 +1,7 @@
-// Package ib holds gpuhc's InfiniBand and RoCE checks (design.md §6): port
-// state and speed (ib.port), error-counter growth between runs
-// (ib.counters) and GPUDirect RDMA readiness (ib.gdr).
+// Package ib holds gpuhc's InfiniBand and RoCE checks
+// (docs/architecture.md#infiniband-and-roce): port state and speed
+// (ib.port), error-counter growth between runs (ib.counters) and GPUDirect
+// RDMA readiness (ib.gdr).
 //
 // Every check reads sysfs and procfs under a root directory ("/" on a node,
 // a fixture tree in tests). The RDMA devices themselves are scanned once

@@ -1,9 +1,9 @@
 // Package jobenv reads the environment slurmd gives its Prolog and Epilog
-// (design.md §3): who the job is, where it runs, which GPUs it has and
-// which mode of the prolog its submitter asked for. Every value is
-// validated: one that is not what Slurm writes is dropped (left unknown)
-// and named in Env.Problems, never passed on into a reason, a path or a
-// kill.
+// (docs/architecture.md#prolog-and-epilog): who the job is, where it runs,
+// which GPUs it has and which mode of the prolog its submitter asked for.
+// Every value is validated: one that is not what Slurm writes is dropped
+// (left unknown) and named in Env.Problems, never passed on into a reason,
+// a path or a kill.
 package jobenv
 
 import (

@@ -10,8 +10,9 @@ func getenv(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
 
-// prolog22 is what slurmd 22.05 gives a Prolog (design.md §3): the node
-// list under its old name.
+// prolog22 is what slurmd 22.05 gives a Prolog
+// (docs/architecture.md#prolog-and-epilog): the node list under its old
+// name.
 func prolog22() map[string]string {
 	return map[string]string{
 		"SLURMD_NODENAME": "node1", "SLURM_JOB_ID": "1234", "SLURM_JOB_UID": "1001", "SLURM_JOB_USER": "alice",

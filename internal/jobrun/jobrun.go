@@ -10,7 +10,8 @@
 // error and an ERROR ("could not check") exit 0 with a loud log, since a
 // fault of gpuhc's (or a bad config pushed to every node) must not drain
 // the fleet or kill jobs. Run by hand (no SLURM_SCRIPT_CONTEXT and no
-// SLURM_JOB_ID), they keep design.md §9's codes 2 and 3.
+// SLURM_JOB_ID), they keep the health check's codes 2 and 3
+// (docs/architecture.md#exit-codes).
 package jobrun
 
 import (

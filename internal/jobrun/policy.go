@@ -39,10 +39,10 @@ type Outcome struct {
 //   - could not act (policy.Failed), because node control could not be
 //     built, Slurm refused our credentials, or a file or program the
 //     [slurm] section names could not be used: 0, with a loud error. That
-//     is a fault of gpuhc's setup, and design.md §2 says a config error
-//     never drains: a bad push of [slurm] that also made a check FAIL on
-//     every node would otherwise drain the fleet through slurmd, past the
-//     storm guard.
+//     is a fault of gpuhc's setup, and a config error never drains
+//     (docs/architecture.md#fail-safe): a bad push of [slurm] that also
+//     made a check FAIL on every node would otherwise drain the fleet
+//     through slurmd, past the storm guard.
 //   - could not act because Slurm was unreachable or failed: the storm
 //     guard's cached count (storm.json) decides, since the guard could not
 //     count afresh. Fresh and at the limit: 0 ("drain suppressed (storm

@@ -1,4 +1,5 @@
-// Package logging sets up logrus as design.md §9 asks: text on stderr for
+// Package logging sets up logrus
+// (docs/architecture.md#configuration-and-logging): text on stderr for
 // the admin (slurmd copies it into its log) and, optionally, JSON lines in
 // a file for the site's log pipeline, and, optionally, the same records to
 // the local syslog daemon.

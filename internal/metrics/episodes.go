@@ -11,15 +11,15 @@ import (
 // caller keeps it between runs (in the state directory): a Prometheus
 // counter must only grow.
 //
-// An episode of a check (design.md §7) opens at a run in which the check
-// reports FAIL for any component, when no episode of it is open, and
-// closes at the first run in which the check reports neither FAIL nor
-// ERROR for any component. So a failure seen a hundred runs in a row is
-// one episode; a second component failing while the first still fails
-// is the same episode; and a run in which the check could not check
-// (ERROR, such as a timeout) closes nothing, as it proves nothing
-// healthy. A check absent from a run (disabled, or a run that only
-// reports a stuck predecessor) leaves its episode as it was.
+// An episode of a check (docs/architecture.md#metrics) opens at a run in
+// which the check reports FAIL for any component, when no episode of it is
+// open, and closes at the first run in which the check reports neither FAIL
+// nor ERROR for any component. So a failure seen a hundred runs in a row is
+// one episode; a second component failing while the first still fails is
+// the same episode; and a run in which the check could not check (ERROR,
+// such as a timeout) closes nothing, as it proves nothing healthy. A check
+// absent from a run (disabled, or a run that only reports a stuck
+// predecessor) leaves its episode as it was.
 type Episodes struct {
 	// Total is how many episodes each check has opened, ever.
 	Total map[string]uint64 `json:"total,omitempty"`

@@ -1,6 +1,6 @@
 // Package metrics writes gpuhc's Prometheus metrics for node_exporter's
-// textfile collector (design.md §8): one file, gpuhc.prom, replaced
-// atomically after every health check run.
+// textfile collector (docs/architecture.md#metrics): one file, gpuhc.prom,
+// replaced atomically after every health check run.
 //
 // The families, all without timestamps (the textfile collector refuses
 // them):

@@ -433,8 +433,10 @@ func offline(n slurm.Node) bool {
 	return n.Drained() || n.Base() == "DOWN" || n.Has("FAIL")
 }
 
-// resumable applies design.md §2: only the drain we made (same reason),
-// never a DOWN node, never one with a pending reboot or in maintenance.
+// resumable applies the resume rules
+// (docs/architecture.md#resume-and-hysteresis): only the drain we made
+// (same reason), never a DOWN node, never one with a pending reboot or in
+// maintenance.
 func resumable(n slurm.Node, ours string) (bool, string) {
 	switch {
 	case !n.Drained():

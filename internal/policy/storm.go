@@ -18,11 +18,11 @@ import (
 	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
-// The storm guard (design.md §8). A bad config push or a hung shared
-// filesystem makes every node fail at once; draining them all would take
-// the cluster down for a fault that is not theirs. So before draining, the
-// policy counts the other nodes already drained by gpuhc and refuses when
-// the count has reached the limit.
+// The storm guard (docs/architecture.md#storm-guard). A bad config push or
+// a hung shared filesystem makes every node fail at once; draining them all
+// would take the cluster down for a fault that is not theirs. So before
+// draining, the policy counts the other nodes already drained by gpuhc and
+// refuses when the count has reached the limit.
 
 // StormFileName is the guard's cache in the state directory.
 const StormFileName = "storm.json"

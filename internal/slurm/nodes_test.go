@@ -12,7 +12,8 @@ import (
 	"time"
 )
 
-// Listing every node, for the storm guard's count (design §8).
+// Listing every node, for the storm guard's count
+// (docs/architecture.md#storm-guard).
 
 // mixedCluster is what testdata's nodes_mixed / show_nodes_mixed recorded
 // on 24.11: gpu001 resumed with the stale gpuhc reason, gpu002 drained by

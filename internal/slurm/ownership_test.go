@@ -1,9 +1,10 @@
 package slurm_test
 
-// The ownership rules (design.md §2, §3) run on what the REST client reads
-// from each release. 24.11 keeps our reason after RESUME and 26.05 clears
-// it, so the rules must rest on the DRAIN flag and the reason together.
-// This is the policy engine with the real client against recorded answers.
+// The ownership rules (docs/architecture.md#drain-reasons-and-ownership)
+// run on what the REST client reads from each release. 24.11 keeps our
+// reason after RESUME and 26.05 clears it, so the rules must rest on the
+// DRAIN flag and the reason together. This is the policy engine with the
+// real client against recorded answers.
 
 import (
 	"net/http"

@@ -6,7 +6,8 @@ import (
 )
 
 // checkReason refuses a reason Slurm would accept but we must not send:
-// empty (an unexplained drain that nobody can attribute, design §3) or with
+// empty (an unexplained drain that nobody can attribute, which slurmrestd
+// accepts: docs/architecture.md#slurmrestd) or with
 // control characters (they would split the one-line `scontrol show node -o`
 // output that every later run parses).
 func checkReason(reason string) error {

@@ -181,7 +181,8 @@ func (r *REST) newRequest(ctx context.Context, req request, tok string) (*http.R
 	if req.body != nil {
 		hreq.Header.Set("Content-Type", "application/json")
 	}
-	// 22.05 needs both headers; 23.02+ accepts them too (design §3).
+	// 22.05 needs both headers; 23.02+ accepts them too
+	// (docs/architecture.md#slurmrestd).
 	hreq.Header.Set("X-SLURM-USER-NAME", r.user)
 	hreq.Header.Set("X-SLURM-USER-TOKEN", tok)
 	return hreq, nil

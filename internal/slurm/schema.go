@@ -10,7 +10,7 @@ import (
 )
 
 // This file absorbs slurmrestd's schema drift between API versions
-// (design §3) so the rest of the package sees one shape.
+// (docs/architecture.md#slurmrestd) so the rest of the package sees one shape.
 
 // stateList is a node state as v0.0.39+ sends it (["IDLE","DRAIN"]) or as
 // v0.0.38 does ("idle", with flags in a separate state_flags array).

@@ -116,7 +116,8 @@ func recordedNodes() []recordedNode {
 			recordedNode{r24, v, "node_drained.200.json", "gpu001", withState(ours, "IDLE", "DRAIN")},
 			recordedNode{r24, v, "node_foreign_drain.200.json", "gpu001", Node{Name: "gpu001", State: []string{"IDLE", "DRAIN"},
 				Reason: "maintenance", ReasonUser: "root", ReasonTime: at(foreignAt[v])}},
-			// The stale reason after RESUME (design §3): no DRAIN flag.
+			// The stale reason after RESUME
+			// (docs/architecture.md#slurmrestd): no DRAIN flag.
 			recordedNode{r24, v, "node_resumed.200.json", "gpu001", withState(ours, "IDLE", "NOT_RESPONDING")},
 			recordedNode{r24, v, "node_resumed_settled.200.json", "gpu001", withState(ours, "IDLE")},
 			recordedNode{r24, v, "node_down.200.json", "gpu004", Node{Name: "gpu004", State: []string{"DOWN"},

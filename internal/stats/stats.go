@@ -1,6 +1,7 @@
 // Package stats computes failure statistics from gpuhc's event log
-// (design.md §7): episodes, MTTF and MTTR per node, per check, per GPU
-// serial, per component type and fleet-wide, and a lemon ranking.
+// (docs/architecture.md#events-and-mttf): episodes, MTTF and MTTR per node,
+// per check, per GPU serial, per component type and fleet-wide, and a lemon
+// ranking.
 //
 // Feed events with Add in any order, from any number of logs, then call
 // Report. The report depends only on the set of events added, never on
@@ -44,9 +45,9 @@
 // # Episodes
 //
 // An episode is a failure of one component, per (node, check, component),
-// from transition events (design.md §7: the first FAIL after healthy, up to
-// the next resume or healthy run). A transition to FAIL opens an episode
-// only when the component was not already failing:
+// from transition events (docs/architecture.md#episodes: the first FAIL
+// after healthy, up to the next resume or healthy run). A transition to
+// FAIL opens an episode only when the component was not already failing:
 //
 //   - a first-seen FAIL (the event has no previous status: the health
 //     check had no record of the component, say it vanished and came back);

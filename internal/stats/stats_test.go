@@ -340,9 +340,10 @@ func TestDuplicateEventsCountOnce(t *testing.T) {
 	}
 }
 
-// design.md §7: an episode is the first FAIL after healthy, up to the next
-// resume or healthy run. A resume ends the episode of a component that is
-// still failing without re-arming it: only a healthy status does.
+// docs/architecture.md#episodes: an episode is the first FAIL after
+// healthy, up to the next resume or healthy run. A resume ends the episode
+// of a component that is still failing without re-arming it: only a healthy
+// status does.
 func TestResumeClosesButDoesNotRearm(t *testing.T) {
 	const r = "gpuhc: gpu.ecc: gpu3: DBE"
 	k := func(h float64, prev, status string) events.Event {

@@ -1,8 +1,8 @@
 // Package xid is the gpu.xid check: a rule over the run's kernel-log pass
 // (kmsg.Reader). It finds the NVIDIA driver's XID lines in the snapshot,
-// classifies them with design.md §5's table (which the config can
-// override) and names the GPU each one hit by index, serial and PCI
-// address:
+// classifies them by NVIDIA's XID catalogue
+// (docs/architecture.md#xid-classification; the config can override it) and
+// names the GPU each one hit by index, serial and PCI address:
 //
 //	gpuhc: gpu.xid: gpu3 (SN 1652…, 0000:4e:00.0): XID 79 GPU has fallen off the bus
 package xid

@@ -10,11 +10,11 @@ import (
 	"github.com/gpuhc/gpuhc/internal/lazyre"
 )
 
-// bucketVerdicts is the brief's mapping of the catalogue's immediate
-// actions to gpuhc's verdicts (design.md §5). The workflows are decoded
-// from the line instead (catalogVerdict). Buckets the mapping does not
-// name (RESTART_VM, CHECK_UVM, none listed) are reported, never drained:
-// NVIDIA asks for nothing gpuhc could do to the node.
+// bucketVerdicts is gpuhc's mapping of the catalogue's immediate actions to
+// gpuhc's verdicts (docs/architecture.md#xid-classification). The workflows
+// are decoded from the line instead (catalogVerdict). Buckets the mapping
+// does not name (RESTART_VM, CHECK_UVM, none listed) are reported, never
+// drained: NVIDIA asks for nothing gpuhc could do to the node.
 var bucketVerdicts = map[Bucket]Verdict{
 	RestartBM:        {Status: check.Fail, Action: check.ActionReboot},
 	ResetGPU:         {Status: check.Fail, Action: check.ActionResetGPU},

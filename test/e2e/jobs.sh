@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # gpuhc e2e: gpuhc-prolog and gpuhc-epilog as slurmd's Prolog and Epilog,
-# against real Slurm (design.md §3, §4).
+# against real Slurm (docs/architecture.md#prolog-and-epilog; the test
+# beds: test/e2e/README.md).
 #
 # Sourced by run.sh after testbed.sh (it uses run.sh's say/pass/fail/expect
 # and WHY; everything else here is prefixed jobs_), then:
@@ -263,7 +264,8 @@ jobs_sbatch() {
 # stays idle, every run is silent; the timing is reported.
 jobs_healthy() {
 	local bed=$1 node=$2 l=$3 before=$4 with ms j f nodevar=SLURM_JOB_NODELIST
-	# 22.05 names the job's node list SLURM_NODELIST (design.md §3).
+	# 22.05 names the job's node list SLURM_NODELIST
+	# (docs/architecture.md#prolog-and-epilog).
 	[[ $bed == 22 ]] && nodevar=SLURM_NODELIST
 	f=$(jobs_events "$bed" "$node")
 	if with=$(jobs_time "$bed" "$node" "$JOBS_N"); then

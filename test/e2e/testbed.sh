@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gpuhc test bed: real Slurm on one machine (design.md §4).
+# gpuhc test bed: real Slurm on one machine (test/e2e/README.md).
 #
 #   A  Slurm 22.05 from the Debian 12 host packages: slurmctld + one slurmd
 #      (NodeName = short hostname) + read-only slurmrestd (openapi/v0.0.38).
@@ -76,7 +76,7 @@ HOST_PKGS=(munge slurmctld slurmd slurmrestd slurm-client slurm-wlm-jwt-plugin
 CHROOT_PKGS=slurmctld,slurmd,slurmrestd,slurm-client,slurm-wlm-jwt-plugin,munge,curl
 
 # common_conf prints the slurm.conf lines both test beds share: no cgroups,
-# no accounting, nodes back in service on their own (design.md §4).
+# no accounting, nodes back in service on their own.
 common_conf() {
 	cat <<'CONF'
 SlurmctldDebug=info
