@@ -33,7 +33,7 @@ var (
 	knownActions  = map[string]bool{"none": true, "drain": true, "drain-after-job": true, "reset-gpu": true, "reboot": true, "rma": true}
 )
 
-// pciAddr is the component form the brief fixes for a PCI device:
+// pciAddr is the component form gpuhc uses for a PCI device:
 // domain (4 hex digits, 5 on a VMD domain), bus, device, function.
 var pciAddr = lazyre.New(`^[0-9a-f]{4,5}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
 
@@ -51,7 +51,7 @@ type KernelItem struct {
 	Check     string `json:"check"`
 	Status    string `json:"status"`
 	Action    string `json:"action"`
-	// Component is given where the brief's conventions fix it (an XID's
+	// Component is given where gpuhc's conventions fix it (an XID's
 	// or SXid's PCI address, AER's device, mlx5's HCA); empty otherwise.
 	Component string `json:"component,omitempty"`
 	// Basis quotes the documentation fact the verdict was taken from.

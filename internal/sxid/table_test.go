@@ -7,7 +7,7 @@ import (
 )
 
 // The table as the guide has it: how many codes per section, no code
-// twice, and the rows the brief and the corpus lean on.
+// twice, and the rows the architecture page and the corpus lean on.
 func TestTablePinned(t *testing.T) {
 	count := map[Class]int{}
 	seen := map[int]bool{}

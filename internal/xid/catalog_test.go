@@ -96,8 +96,8 @@ func TestEveryBucketJudged(t *testing.T) {
 	}
 }
 
-// The brief's mapping, bucket by bucket, on a code of each (by code
-// alone: no line to decode).
+// gpuhc's mapping (docs/architecture.md#xid-classification), bucket by
+// bucket, on a code of each (by code alone: no line to decode).
 func TestBucketVerdicts(t *testing.T) {
 	tab := NewTable(config.Default().Checks.GPU.XID)
 	for _, tc := range []struct {

@@ -24,7 +24,7 @@ func judgeLines(t *testing.T, tab Table, lines ...string) []Verdict {
 
 // Real XID lines, judged by NVIDIA's catalogue. The expected verdicts
 // come from the catalogue's rows (catalog.go, decode_nvlink5_table.go)
-// and the brief's bucket mapping, never from running gpuhc. Sources:
+// and gpuhc's bucket mapping, never from running gpuhc. Sources:
 //   - [issue] issue 11: a healthy B200 during jobs;
 //   - [forum] forums.developer.nvidia.com/t/xid-62-xid-154-gsp-pmu-halt-crash-on-rtx-pro-6000-blackwell-during-llm-inference/364958
 //   - [gpud] leptonai/gpud components/accelerator/nvidia/xid/*_test.go (gpud's

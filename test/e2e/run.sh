@@ -122,7 +122,7 @@ HC5_IN=/srv/gpuhc-hc5               # scenario 5 files
 HC_TIMEOUT26=4                      # 26.05's HealthCheckTimeout, below the 5 s interval
 
 # use_bed_run 24|26: use_bed, and the scenario paths in that chroot. OUT3
-# (gpuhc-drain's output, quoted by the README) is scenario3 for 24.11 and
+# (gpuhc-drain's output, quoted by docs/operations.md) is scenario3 for 24.11 and
 # scenario3-26.05 for 26.05.
 use_bed_run() {
 	use_bed "$1"
