@@ -39,7 +39,7 @@ PKG_GROUPS=(
 	"build, make test, test-race, fuzz-ci|ca-certificates git make gcc libc6-dev curl jq"
 	"make e2e, e2e-load (Slurm; debootstrap)|munge slurmctld slurmd slurmrestd slurm-client slurm-wlm-jwt-plugin libslurm-dev debootstrap debian-archive-keyring util-linux iproute2 procps"
 	"make package, package-test|binutils lintian rpm"
-	"make metrics-test; promtool in package-test|prometheus prometheus-node-exporter"
+	"make metrics-test (promtool: package-test)|prometheus prometheus-node-exporter"
 	"make syslog-test|rsyslog"
 	"make report-test (headless Chromium)|chromium fonts-dejavu-core"
 )
@@ -74,6 +74,7 @@ if ((!DRY)) && [[ $(id -u) != 0 ]]; then
 	exit 2
 fi
 
+# shellcheck source=/dev/null
 CODENAME=$( (. /etc/os-release && echo "${VERSION_CODENAME:-}") 2>/dev/null || true)
 
 # ------------------------------------------------------------ what is there
