@@ -71,6 +71,13 @@ fuzz-ci:
 e2e: build
 	bash test/e2e/run.sh
 
+# Once per machine, as root (sudo make prepare): the Debian packages every
+# test target needs, a Go that reaches go.mod's version, the e2e chroots
+# (test/prepare.sh). PREPARE_DRY_RUN=1 only prints what it would do.
+.PHONY: prepare
+prepare:
+	bash test/prepare.sh
+
 # gpuhc-healthcheck and gpuhc-drain through a private, real rsyslogd
 # (apt-get install rsyslog): facility, severity, tag, a missing daemon.
 .PHONY: syslog-test

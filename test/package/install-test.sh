@@ -4,6 +4,10 @@
 #   1. builds the packages twice: version V, and V.1 (the upgrade);
 #   2. lintian: no errors on the .deb, and no hardening-no-pie;
 #   3. dpkg -i V: files, modes and owners, conffile, --version;
+#      the Prometheus rules and Grafana dashboard under /usr/share/gpuhc/:
+#      the repository's files byte for byte, not conffiles, the rules pass
+#      promtool check rules and test rules where installed (if promtool is
+#      here: Debian's prometheus package);
 #      an edited /etc/gpuhc/gpuhc.toml survives the upgrade to V.1;
 #      dpkg -r keeps the config, dpkg -P removes it (and state, logs);
 #   4. rpm: file list, modes, owners, config(noreplace), header and
@@ -78,6 +82,8 @@ check "lintian: no errors (exit $rc)" test "$rc" = 0
 # A warning, so --fail-on error lets it through: the cgo binaries are
 # built as PIE (Makefile, packaging/build.sh) and must stay so.
 check "lintian: no hardening-no-pie" bash -c "! grep -q hardening-no-pie '$WORK/lintian.out'"
+# Nor any tag, warning or not, about the shipped monitoring examples.
+check "lintian: nothing about usr/share/gpuhc/" bash -c "! grep -q 'usr/share/gpuhc/' '$WORK/lintian.out'"
 
 # ------------------------------------------------------------ dpkg
 # path mode owner:group, as installed
@@ -99,7 +105,21 @@ EXPECT='/usr/sbin/gpuhc-healthcheck 755 root:root
 /usr/share/man/man8/gpuhc-healthcheck.8.gz 644 root:root
 /usr/share/man/man8/gpuhc-prolog.8.gz 644 root:root
 /usr/share/man/man8/gpuhc-epilog.8.gz 644 root:root
-/usr/share/man/man8/gpuhc-drain.8.gz 644 root:root'
+/usr/share/man/man8/gpuhc-drain.8.gz 644 root:root
+/usr/share/gpuhc/prometheus/gpuhc.rules.yml 644 root:root
+/usr/share/gpuhc/prometheus/gpuhc.rules.test.yml 644 root:root
+/usr/share/gpuhc/grafana/gpuhc.json 644 root:root'
+# installed path, then the repository file it must equal byte for byte
+EXAMPLES='/usr/share/gpuhc/prometheus/gpuhc.rules.yml etc/prometheus/gpuhc.rules.yml
+/usr/share/gpuhc/prometheus/gpuhc.rules.test.yml etc/prometheus/gpuhc.rules.test.yml
+/usr/share/gpuhc/grafana/gpuhc.json etc/grafana/gpuhc.json'
+examples_same() { # ROOT: every EXAMPLES file under ROOT equals the repository's
+	local root=$1 p src rc=0
+	while read -r p src; do
+		cmp -s "$root$p" "$REPO/$src" || { echo "  $root$p differs from $src (or is missing)"; rc=1; }
+	done <<<"$EXAMPLES"
+	return $rc
+}
 modes_under() { # ROOT: every EXPECT line holds under ROOT
 	local root=$1 p m o got rc=0
 	while read -r p m o; do
@@ -124,6 +144,18 @@ check "dpkg -i $(basename "$deb1")" test "$rc" = 0
 check "installed files, modes and owners" modes_under ""
 check "installed binaries' --version: $VERSION" versions_ok /usr/sbin
 check "gpuhc.toml is a conffile" bash -c "dpkg-query -W -f '\${Conffiles}' gpuhc | grep -q '^ /etc/gpuhc/gpuhc.toml '"
+check "/usr/share/gpuhc: rules, rules test, dashboard are the repository's, byte for byte" examples_same ""
+check "/usr/share/gpuhc: no conffile there (examples, replaced on upgrade)" bash -c "! dpkg-query -W -f '\${Conffiles}' gpuhc | grep -q ' /usr/share/'"
+check "/usr/share/gpuhc/grafana/gpuhc.json is a dashboard (JSON with panels)" bash -c 'jq -e ".panels | length > 0" /usr/share/gpuhc/grafana/gpuhc.json >/dev/null'
+if command -v promtool >/dev/null; then
+	check "promtool check rules /usr/share/gpuhc/prometheus/gpuhc.rules.yml" \
+		bash -c 'out=$(promtool check rules /usr/share/gpuhc/prometheus/gpuhc.rules.yml 2>&1) || { echo "$out"; exit 1; }'
+	# The test names gpuhc.rules.yml relatively: it runs where installed.
+	check "promtool test rules /usr/share/gpuhc/prometheus/gpuhc.rules.test.yml" \
+		bash -c 'out=$(cd / && promtool test rules /usr/share/gpuhc/prometheus/gpuhc.rules.test.yml 2>&1) || { echo "$out"; exit 1; }'
+else
+	echo "SKIP: promtool check/test rules (no promtool: apt-get install prometheus)"
+fi
 check "installed config passes --check-config" /usr/sbin/gpuhc-healthcheck --check-config
 # spank/BUILD's command, as a site would run it, against this host's Slurm.
 check "the shipped SPANK source builds as spank/BUILD says, against this host's Slurm headers" \
@@ -152,6 +184,7 @@ mkdir -p /var/lib/gpuhc/x && echo '{}' >/var/log/gpuhc/events.jsonl # state and 
 dpkg -r gpuhc >"$WORK/dpkg-r.log" 2>&1; rc=$?
 check "dpkg -r gpuhc" test "$rc" = 0
 check "binaries gone after dpkg -r" bash -c '! ls /usr/sbin/gpuhc-* 2>/dev/null'
+check "/usr/share/gpuhc gone after dpkg -r (examples are not conffiles)" bash -c '! ls -d /usr/share/gpuhc 2>/dev/null'
 check "edited gpuhc.toml kept after dpkg -r" test "$(sha256sum </etc/gpuhc/gpuhc.toml 2>/dev/null)" = "$sum"
 check "package state rc after dpkg -r" test "$(dpkg-query -W -f '${db:Status-Abbrev}' gpuhc | tr -d ' ')" = rc
 dpkg -P gpuhc >"$WORK/dpkg-p.log" 2>&1; rc=$?
@@ -173,6 +206,7 @@ grep -v ' /usr/share/lintian' "$WORK/deb.list" | awk 'NR==FNR {own[$1]; next} $1
 check "rpm -qpl: same files, modes and owners as the deb" diff -u "$WORK/deb.cmp" "$WORK/rpm.list"
 check "rpm -qpl lists every deb file" bash -c "diff <(awk '\$1 ~ /^-/ {print \$3}' '$WORK/deb.list' | grep -v /usr/share/lintian) <(rpm -qpl '$rpm1' 2>/dev/null | while read -r f; do grep -q \" \$f\$\" '$WORK/deb.list' && awk -v f=\"\$f\" '\$3 == f && \$1 ~ /^-/ {print f}' '$WORK/deb.list'; done)"
 check "rpm: gpuhc.toml is %config(noreplace)" bash -c "rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' '$rpm1' 2>/dev/null | grep -qx 'cn /etc/gpuhc/gpuhc.toml'"
+check "rpm: /usr/share/gpuhc files are not %config" bash -c "rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' '$rpm1' 2>/dev/null | awk '\$NF ~ /^\/usr\/share\/gpuhc\// {n++; if (NF > 1 && \$1 ~ /c/) bad++} END {exit !(n == 3 && !bad)}'"
 rpmq() { rpm -qp --qf "$1" "$rpm1" 2>/dev/null; }
 rpm_id="$(rpmq '%{NAME} %{VERSION}-%{RELEASE} %{SUMMARY}')"
 deb_id="$(dpkg-deb -f "$deb1" Package) $(dpkg-deb -f "$deb1" Version) $(dpkg-deb -f "$deb1" Description | head -1)"
@@ -190,6 +224,7 @@ rpm --root "$R" --initdb >/dev/null 2>&1
 rpm -i --nodeps --root "$R" "$rpm1" >"$WORK/rpm-i.log" 2>&1; rc=$?
 check "rpm -i --nodeps --root TMP" test "$rc" = 0
 check "rpm root: files, modes and owners" modes_under "$R"
+check "rpm root: /usr/share/gpuhc files are the repository's, byte for byte" examples_same "$R"
 check "rpm root: rpm -q --root sees gpuhc $V" bash -c "rpm -q --root '$R' gpuhc 2>/dev/null | grep -qF 'gpuhc-$V-1'"
 
 # ------------------------------------------------------------ portability
