@@ -1,12 +1,16 @@
 package healthcheck
 
 import (
+	"context"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/events"
 	"github.com/gpuhc/gpuhc/internal/gpu/sim"
+	"github.com/gpuhc/gpuhc/internal/stats"
 )
 
 // Heartbeats credit their hours to the GPU serials present, so that MTTF
@@ -64,6 +68,24 @@ func TestHeartbeatSerials(t *testing.T) {
 			t.Errorf("step %d: heartbeat %v hours, serials %v at %s; want %v hours, %v", i, hb.Hours, hb.Serials, hb.Time, s.hours, s.serial)
 		}
 	}
+	// What gpuhc-drain stats makes of that log: the swapped-out GPU has
+	// the 2 h before the swap, its successor the 4 h after, the others 6.
+	hours := map[string]float64{}
+	for _, row := range b.stats(t).BySerial {
+		hours[row.Key] = row.Hours
+	}
+	if hours[m.Model.Serial(3)] != 2 || hours[swapped] != 4 || hours[m.Model.Serial(0)] != 6 {
+		t.Errorf("stats hours by serial: %v", hours)
+	}
+}
+
+// stats is the statistics of the bed's event log.
+func (b bed) stats(t *testing.T) stats.Report {
+	t.Helper()
+	acc := stats.New(stats.Options{})
+	must(t, events.Scan(context.Background(), []string{filepath.Join(b.dir, "events.jsonl")}, nil,
+		func(w string) { t.Error(w) }, func(ev events.Event) error { acc.Add(ev); return nil }))
+	return acc.Report()
 }
 
 // Serials come from the driver: only short printable ones, once each,
