@@ -152,6 +152,13 @@ mkdir -p "$STAGE/spank"
 cp spank/gpuhc_spank.c "$STAGE/spank/gpuhc_spank.c"
 cp packaging/doc/spank-build.txt "$STAGE/spank/BUILD"
 cp packaging/doc/copyright "$doc/copyright"
+# The manual the README links to, staged apart like the plugin (nfpm
+# flattens subdirectories) and compressed like the README, as Debian's
+# policy asks of documentation over 4 kB.
+mkdir -p "$STAGE/docs"
+for f in docs/*.md; do
+	gzip -9n <"$f" >"$STAGE/docs/${f#docs/}.gz"
+done
 {
 	printf 'gpuhc (%s-1) unstable; urgency=medium\n\n' "$PKG_VERSION"
 	printf '  * Built from commit %s (%s).\n\n' "$COMMIT" "$VERSION"

@@ -95,6 +95,7 @@ func commands() []command {
 		{"history", "", "events from the event logs, oldest first", Program.history},
 		{"stats", "", "MTTF, MTTR and lemons from the event logs", Program.stats},
 		{"report", "--html FILE", "the fleet report: one self-contained HTML page", Program.report},
+		{"job", "JOBID", "did the hardware kill my job? hardware events on its nodes while it ran", Program.job},
 	}
 }
 

@@ -126,6 +126,15 @@ jobs_event_once() {
 	[[ -f $f ]] && jq -e -s "[.[] | select($3)] | length > 0" "$f" >/dev/null
 }
 
+# jobs_job_verdict BED JOB NODE JQ: `gpuhc-drain job JOB --json`, run on the
+# host over NODE's real event log, matches JQ.
+jobs_job_verdict() {
+	local out err=$E2E_DIR/job-verdict.err
+	out=$("$DRAIN_BIN" job "$2" --json --events "$(jobs_events "$1" "$3")" 2>"$err") || true
+	WHY=$(cat "$err" - <<<"$out" | tr '\n' ' ' | cut -c1-400)
+	jq -e "$4" <<<"$out" >/dev/null 2>&1
+}
+
 # jobs_args BED PROGRAM NODE ARGS: a node's arguments for the prolog or
 # epilog ("" removes them: the default file applies again).
 jobs_args() {
@@ -391,6 +400,8 @@ jobs_epilog_fault() {
 		jobs_event_has "$JB" gpu002 ".kind == \"job-memory\" and .job_id == \"$j\" and .component == \"gpu2\" and (.message | startswith(\"volatile DBE 0 -> 1 during job $j\"))"
 	expect "$l: gpu002's event log: the drain by the epilog with job id $j" \
 		jobs_event_has "$JB" gpu002 ".kind == \"drain\" and .by == \"epilog\" and .job_id == \"$j\""
+	expect "$l: gpuhc-drain job $j: the DBE coincided with the job's end" \
+		jobs_job_verdict "$JB" "$j" gpu002 '.fault_at_end and (.verdict | startswith("YES")) and [.nodes[].node] == ["gpu002"] and any(.events[]; .kind == "job-memory")'
 	jobs_args "$JB" epilog gpu002 ""
 	jobs_sc "$JB" scontrol update NodeName=gpu002 State=RESUME || true
 
@@ -428,6 +439,8 @@ jobs_xid_during_job() {
 	WHY="$(ls "$JD/state/gpu001/simulated/jobs/" 2>&1)" || true
 	expect "$l: job $j's record is gone after its epilog" [ ! -e "$JD/state/gpu001/simulated/jobs/job.$j.json" ]
 	expect "$l: a warn-class XID does not drain gpu001" jobs_is "$JB" gpu001 clean
+	expect "$l: gpuhc-drain job $j: the XID is shown, and no hardware fault is claimed" \
+		jobs_job_verdict "$JB" "$j" gpu001 '.faults == 0 and (.fault_at_end | not) and (.verdict | startswith("no hardware fault")) and any(.events[]; .kind == "job-xid" and .xid == 13)'
 	jobs_args "$JB" epilog gpu001 ""
 }
 

@@ -109,6 +109,10 @@ EXPECT='/usr/sbin/gpuhc-healthcheck 755 root:root
 /usr/share/gpuhc/prometheus/gpuhc.rules.yml 644 root:root
 /usr/share/gpuhc/prometheus/gpuhc.rules.test.yml 644 root:root
 /usr/share/gpuhc/grafana/gpuhc.json 644 root:root'
+# The manual: every docs/ page, compressed (packaging/build.sh).
+for f in "$REPO"/docs/*.md; do
+	EXPECT+=$'\n'"/usr/share/doc/gpuhc/docs/${f##*/}.gz 644 root:root"
+done
 # installed path, then the repository file it must equal byte for byte
 EXAMPLES='/usr/share/gpuhc/prometheus/gpuhc.rules.yml etc/prometheus/gpuhc.rules.yml
 /usr/share/gpuhc/prometheus/gpuhc.rules.test.yml etc/prometheus/gpuhc.rules.test.yml
