@@ -54,6 +54,23 @@ const (
 	// KindKilled is a health check run ended by a signal (slurmd's SIGTERM
 	// at HealthCheckTimeout), naming the checks still running.
 	KindKilled = "killed"
+	// Remediation (docs/remediation.md): gpuhc-healthcheck carrying out a
+	// drain's suggested action on an idle node it drained. Started names
+	// the action and the part; finished and failed carry Seconds, the
+	// time from started. A reboot finishes in the first run of a new boot.
+	KindRemediationStarted  = "remediation-started"
+	KindRemediationFinished = "remediation-finished"
+	KindRemediationFailed   = "remediation-failed"
+	// KindRMA is a drain escalated to a return to the vendor: the same
+	// check failing on the same part after Remediations remediations. It
+	// carries the part's serial, PCI address, model and driver, for the
+	// vendor ticket (gpuhc-drain rma), and is never auto-resumed.
+	KindRMA = "rma"
+	// KindQuarantineApplied and KindQuarantineReverted are gpuhc-drain
+	// lemons --apply and --revert on one node: Original is what the node
+	// had before (its Weight and active features), Applied what gpuhc set.
+	KindQuarantineApplied  = "quarantine-applied"
+	KindQuarantineReverted = "quarantine-reverted"
 )
 
 // Event is one line of the log. Field names are the log's schema: readers
@@ -84,8 +101,20 @@ type Event struct {
 	User string `json:"user,omitempty"`
 	// XID is the XID number of a job-xid event.
 	XID int `json:"xid,omitempty"`
-	// Seconds is how long a prolog or epilog run took.
+	// Seconds is how long a prolog or epilog run took, or a
+	// remediation (finished, failed) from its start.
 	Seconds float64 `json:"seconds,omitempty"`
+	// PCI, Model and Driver name the part of a remediation or rma event.
+	PCI    string `json:"pci,omitempty"`
+	Model  string `json:"model,omitempty"`
+	Driver string `json:"driver,omitempty"`
+	// Remediations is how many remediations of this problem on this part
+	// came before an rma event.
+	Remediations int `json:"remediations,omitempty"`
+	// Original and Applied are a quarantine's node settings before and
+	// as gpuhc set them, as "weight=1 features=a,b".
+	Original string `json:"original,omitempty"`
+	Applied  string `json:"applied,omitempty"`
 	// Name, Value, Unit and Floor are a measurement's figure (check.Figure):
 	// "h2d", 52.4, "GB/s", 48. Value is a pointer so that a measured 0 is
 	// written; Floor is left out when the figure was not judged.
