@@ -30,6 +30,8 @@ type Config struct {
 	Checks  Checks  `toml:"checks"`
 	Prolog  Prolog  `toml:"prolog"`
 	Epilog  Epilog  `toml:"epilog"`
+	// Remediate is off by default (docs/remediation.md).
+	Remediate Remediate `toml:"remediate"`
 }
 
 // Log configures logrus output. Text always goes to stderr.
@@ -251,8 +253,9 @@ func Default() Config {
 			Timeout:   Duration{5 * time.Second},
 			Retries:   3,
 		},
-		Prolog: defaultProlog(),
-		Epilog: defaultEpilog(),
+		Prolog:    defaultProlog(),
+		Epilog:    defaultEpilog(),
+		Remediate: defaultRemediate(),
 		Checks: Checks{
 			Thermal: Thermal{Common: on, WarnCelsius: 85, FailCelsius: 95, UseSensorLimits: true,
 				CPUWarnCelsius: 90, CPUFailCelsius: 100, HCAWarnCelsius: 95, HCAFailCelsius: 105},

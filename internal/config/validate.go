@@ -77,6 +77,7 @@ func validate(c Config) []problem {
 	ps.checks(c.Checks, c.Deadline.Duration)
 	ps.prolog(c.Prolog)
 	ps.epilog(c.Epilog)
+	ps.remediate(c.Remediate, c.Deadline.Duration)
 	return ps
 }
 
