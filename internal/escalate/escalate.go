@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/gpuhc/gpuhc/internal/statefile"
 )
@@ -48,8 +49,14 @@ type part struct {
 }
 
 type problem struct {
-	Last  uint64   `json:"last"`
-	Boots []string `json:"boots"` // oldest first
+	Last uint64 `json:"last"`
+	// Boots are the episodes the problem was seen in, oldest first: boot
+	// ids for a check's own escalation, remediation ids for
+	// remediation's (Record).
+	Boots []string `json:"boots"`
+	// At is when each episode happened, where it matters (Record): zero
+	// for boots. Shorter than Boots in records written before it existed.
+	At []time.Time `json:"at,omitempty"`
 }
 
 // Seen records that problem was seen on part in boot, and returns the
@@ -58,6 +65,15 @@ type problem struct {
 // not recorded: 0. A record that cannot be read is an error (1 is still
 // returned: this boot saw it); a corrupt one starts afresh.
 func (h History) Seen(part, problem, boot string) (int, error) {
+	return h.Record(part, problem, boot, time.Time{})
+}
+
+// Record is Seen for an episode that happened at a time, which Since
+// counts: remediation records each remediation of a check on a part, so
+// that what the remediations did not cure escalates to rma by the same
+// record and bounds as a check's problem seen across boots.
+func (h History) Record(part, problem, episode string, at time.Time) (int, error) {
+	boot := episode
 	if part == "" || problem == "" || boot == "" {
 		return 0, nil
 	}
@@ -72,9 +88,14 @@ func (h History) Seen(part, problem, boot string) (int, error) {
 	rec.Clock++
 	p.Last = rec.Clock
 	rec.Parts[part].Last = rec.Clock
+	for len(p.At) < len(p.Boots) {
+		p.At = append(p.At, time.Time{})
+	}
 	p.Boots = append(p.Boots, boot)
+	p.At = append(p.At[:len(p.Boots)-1], at.UTC())
 	if len(p.Boots) > MaxBoots {
 		p.Boots = slices.Clone(p.Boots[len(p.Boots)-MaxBoots:])
+		p.At = slices.Clone(p.At[len(p.At)-MaxBoots:])
 	}
 	rec.trim()
 	if err := h.dir.Save(h.name, rec); err != nil {
@@ -94,6 +115,27 @@ func (h History) Boots(part, problem string) (int, error) {
 		return len(pt.Problems[problem].Boots), nil
 	}
 	return 0, nil
+}
+
+// Since is how many episodes Record recorded for problem on part at or
+// after since (nothing is written). Episodes without a time (boots) are
+// not counted.
+func (h History) Since(part, problem string, since time.Time) (int, error) {
+	rec := record{}
+	if err := h.dir.Load(h.name, &rec); err != nil && !errors.Is(err, statefile.ErrCorrupt) {
+		return 0, fmt.Errorf("escalation history: %w", err)
+	}
+	pt := rec.Parts[part]
+	if pt == nil || pt.Problems[problem] == nil {
+		return 0, nil
+	}
+	n := 0
+	for _, at := range pt.Problems[problem].At {
+		if !at.IsZero() && !at.Before(since) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (r *record) problem(name, prob string) *problem {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/gpuhc/gpuhc/internal/statefile"
 )
@@ -110,5 +111,58 @@ func TestCorruptRecord(t *testing.T) {
 	}
 	if _, err := New(dir, "d.json").Seen("SN1", "xid79", "b1"); err == nil {
 		t.Error("unreadable record: no error")
+	}
+}
+
+func TestRecordSinceCountsTimedEpisodes(t *testing.T) {
+	h := New(statefile.Dir{Path: t.TempDir()}, "h.json")
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	// A boot of the check's own escalation is on the same problem but has
+	// no time: remediation's window does not count it.
+	if _, err := h.Seen("SN1", "gpu.xid", "boot-a"); err != nil {
+		t.Fatal(err)
+	}
+	for i, at := range []time.Time{t0, t0.Add(48 * time.Hour), t0.Add(96 * time.Hour)} {
+		n, err := h.Record("SN1", "gpu.xid", fmt.Sprintf("r%d", i), at)
+		if err != nil || n != i+2 {
+			t.Fatalf("Record %d = %d, %v; want %d", i, n, err, i+2)
+		}
+	}
+	// The same episode twice counts once.
+	if n, _ := h.Record("SN1", "gpu.xid", "r2", t0.Add(96*time.Hour)); n != 4 {
+		t.Errorf("repeated episode: %d episodes, want 4", n)
+	}
+	for _, tc := range []struct {
+		since time.Time
+		want  int
+	}{
+		{t0, 3},
+		{t0.Add(time.Hour), 2},
+		{t0.Add(96 * time.Hour), 1},
+		{t0.Add(97 * time.Hour), 0},
+	} {
+		if n, err := h.Since("SN1", "gpu.xid", tc.since); err != nil || n != tc.want {
+			t.Errorf("Since(%s) = %d, %v; want %d", tc.since, n, err, tc.want)
+		}
+	}
+	if n, _ := h.Since("SN2", "gpu.xid", t0); n != 0 {
+		t.Errorf("another part: %d, want 0", n)
+	}
+}
+
+func TestRecordBoundsKeepTimesAligned(t *testing.T) {
+	h := New(statefile.Dir{Path: t.TempDir()}, "h.json")
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for i := range MaxBoots + 5 {
+		if _, err := h.Record("SN1", "p", fmt.Sprintf("r%d", i), t0.Add(time.Duration(i)*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The oldest five went, with their times: the newest MaxBoots remain.
+	if n, _ := h.Since("SN1", "p", t0); n != MaxBoots {
+		t.Errorf("%d timed episodes kept, want %d", n, MaxBoots)
+	}
+	if n, _ := h.Since("SN1", "p", t0.Add(time.Duration(MaxBoots+4)*time.Hour)); n != 1 {
+		t.Errorf("newest episode: %d, want 1", n)
 	}
 }

@@ -111,7 +111,7 @@ func (e Engine) Apply(ctx context.Context, results []check.Result, prev State) (
 		st.Last = merged(prev.Last, st.Last)
 	}
 
-	failures := e.DrainWorthy(results)
+	failures := rmaFirst(e.DrainWorthy(results))
 	if e.Early && len(failures) == 0 {
 		run.Outcome, run.State = Outcome{Kind: Nothing, Detail: "early: nothing to drain yet"}, st
 		return run, nil
@@ -176,6 +176,17 @@ func (e Engine) DrainWorthy(results []check.Result) []check.Result {
 	return out
 }
 
+// rmaFirst moves the first failure whose action is rma to the front: the
+// reason names the first failure, and a part to send back must not hide
+// behind a lesser fault (nor be resumed as one).
+func rmaFirst(failures []check.Result) []check.Result {
+	i := slices.IndexFunc(failures, func(r check.Result) bool { return r.Action == check.ActionRMA })
+	if i > 0 {
+		failures = slices.Concat(failures[i:i+1], failures[:i], failures[i+1:])
+	}
+	return failures
+}
+
 // by names who acts in events and drain records.
 func (e Engine) by() string {
 	if e.Job != nil {
@@ -227,7 +238,8 @@ func (e Engine) drain(ctx context.Context, named check.Result, reason string, st
 			// Its drain event is recorded now, as the drain it is: the
 			// statistics take a second drain event before a resume as the
 			// same period, so a lost state file costs nothing there.
-			st.Drained = &Drain{Reason: n.Reason, At: now, By: e.by(), Uncounted: true}
+			st.Drained = e.record(named, n.Reason, now)
+			st.Drained.Uncounted = true
 			run.Events = append(run.Events, e.drainEvent(now, named, reason))
 		default:
 			// A gpuhc reason we did not set (gpuhc-drain by an admin, or a
@@ -279,7 +291,7 @@ func (e Engine) drain(ctx context.Context, named check.Result, reason string, st
 		return Outcome{}, fmt.Errorf("drain %s: %w", e.Node, err)
 	}
 	drainedAt := e.now()
-	st.Drained = &Drain{Reason: reason, At: now, By: e.by()}
+	st.Drained = e.record(named, reason, now)
 	st.Foreign, st.Suppressed = "", ""
 	run.Events = append(run.Events, e.drainEvent(now, named, reason))
 	if e.stormOn() {
@@ -289,6 +301,15 @@ func (e Engine) drain(ctx context.Context, named check.Result, reason string, st
 		}
 	}
 	return Outcome{Drained, reason}, nil
+}
+
+// record is the state's record of our drain for named with reason.
+func (e Engine) record(named check.Result, reason string, now time.Time) *Drain {
+	return &Drain{
+		Reason: reason, At: now, By: e.by(),
+		Check: named.Check, Component: named.Component, Serial: named.IDs.Serial,
+		PCI: named.IDs.PCIBusID, Action: string(named.Action),
+	}
 }
 
 // drainEvent records a drain for named with reason.
@@ -368,6 +389,9 @@ func (e Engine) healthy(ctx context.Context, st *State, run *Run, results []chec
 	st.HealthyRuns++
 	if !e.Policy.AutoResume {
 		return Outcome{WaitingResume, "healthy; auto_resume is off, resume by hand"}, nil
+	}
+	if phase, ok := Sticky(st.Drained.Reason); ok {
+		return Outcome{Held, fmt.Sprintf("healthy, but a %s drain is never resumed automatically; resume by hand (gpuhc-drain resume)", phase)}, nil
 	}
 	if st.HealthyRuns < e.Policy.ResumeAfter {
 		return Outcome{WaitingResume, fmt.Sprintf("healthy run %d of %d before resume", st.HealthyRuns, e.Policy.ResumeAfter)}, nil

@@ -31,6 +31,9 @@ func Reason(failures []check.Result) string {
 	}
 	f := failures[0]
 	s := fmt.Sprintf("%s %s: %s: %s", Prefix, f.Check, Component(f), f.Message)
+	if f.Action == check.ActionRMA {
+		s = PhaseReason(PhaseRMA, f, f.Message)
+	}
 	if n := len(failures) - 1; n > 0 {
 		s += fmt.Sprintf(" (+%d more)", n)
 	}
@@ -112,4 +115,37 @@ func ParseReason(reason string) (check, component, message string, ok bool) {
 		}
 	}
 	return "", "", body, false
+}
+
+// Phases of a drain that stand where a reason names its check: what
+// remediation (docs/remediation.md) is doing about the failure, or what
+// it concluded. ParseReason reads a phase as the check.
+const (
+	PhaseResetGPU          = "reset-gpu"
+	PhaseReboot            = "reboot"
+	PhaseRMA               = "rma"
+	PhaseRemediationFailed = "remediation-failed"
+)
+
+// PhaseReason formats `gpuhc: <phase>: <component>: <check>: <message>`,
+// so that sinfo -R says first what is being done, and still names the
+// failure: "gpuhc: rma: gpu3 (SN 1652…): gpu.xid: XID 79 …".
+func PhaseReason(phase string, f check.Result, message string) string {
+	return Sanitize(fmt.Sprintf("%s %s: %s: %s: %s", Prefix, phase, Component(f), f.Check, message))
+}
+
+// Sticky reports whether reason is one gpuhc never resumes by itself
+// (an rma, a remediation that failed), and which phase it is.
+func Sticky(reason string) (string, bool) {
+	phase, _, _, ok := ParseReason(reason)
+	if ok && (phase == PhaseRMA || phase == PhaseRemediationFailed) {
+		return phase, true
+	}
+	return "", false
+}
+
+// Remediating reports whether reason is a remediation in progress.
+func Remediating(reason string) bool {
+	phase, _, _, ok := ParseReason(reason)
+	return ok && (phase == PhaseResetGPU || phase == PhaseReboot)
 }

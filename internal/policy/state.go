@@ -45,6 +45,14 @@ type Drain struct {
 	// its limit (the recount's list failed, or the drain was adopted): the
 	// next run counts it and gives it back if it is over.
 	Uncounted bool `json:"uncounted,omitempty"`
+	// The failure the reason names, and its suggested action: what
+	// remediation (internal/remedy) acts on. Empty in records written
+	// before remediation existed, which are never remediated.
+	Check     string `json:"check,omitempty"`
+	Component string `json:"component,omitempty"`
+	Serial    string `json:"serial,omitempty"`
+	PCI       string `json:"pci,omitempty"`
+	Action    string `json:"action,omitempty"`
 }
 
 // Equal reports whether two states would be written identically.
