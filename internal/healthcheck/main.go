@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/bootid"
 	"github.com/gpuhc/gpuhc/internal/config"
+	"github.com/gpuhc/gpuhc/internal/gpu"
 	"github.com/gpuhc/gpuhc/internal/runenv"
 	"github.com/gpuhc/gpuhc/internal/version"
 )
@@ -37,6 +38,7 @@ type Program struct {
 	Term <-chan os.Signal
 
 	boot *bootid.Once // the run's boot id, once its environment is built
+	gpus *gpu.Node    // the run's GPUs, once its environment is built
 }
 
 // options are the common flags and the health check's own.

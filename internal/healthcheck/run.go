@@ -68,8 +68,12 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 		fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: %v\n", err)
 		return ExitUsage
 	}
-	p.boot = env.Boot
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Deadline.Duration)
+	p.boot, p.gpus = env.Boot, env.GPU
+	// Before NVML starts: a reset needs the GPUs free of us too.
+	if !o.deep {
+		p.remediate(entry, node, cfg, start)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(cfg.Deadline.Duration))
 	tasks := catalog.Tasks(cfg, env)
 	if o.deep {
 		deep := catalog.Deep(cfg, env)
@@ -158,6 +162,9 @@ func (p Program) finish(entry *logrus.Entry, node string, cfg config.Config, b c
 		kind = runDeep
 	}
 	state, err := p.applyPolicy(pctx, entry, node, cfg, results, kind)
+	if !cfg.Policy.DryRun && !deep {
+		p.judgeRemediation(entry, node, cfg, results, state)
+	}
 	if err != nil {
 		entry.WithError(err).Error(policyFailure(err, "policy could not act; will retry next run"))
 		if code == ExitHealthy {
