@@ -40,7 +40,9 @@ func (f *fakeCtl) Drain(_ context.Context, _, reason string) error {
 	f.node.Reason = reason
 	return nil
 }
-func (f *fakeCtl) Resume(context.Context, string) error { return errors.New("remediation never resumes") }
+func (f *fakeCtl) Resume(context.Context, string) error {
+	return errors.New("remediation never resumes")
+}
 func (f *fakeCtl) Reboot(_ context.Context, _, reason string) error {
 	f.calls = append(f.calls, "reboot "+reason)
 	if f.rebootErr == nil {
@@ -406,7 +408,11 @@ func TestNothingToDo(t *testing.T) {
 		{"not drained", b.engine(), &policy.State{}},
 		{"action drain", b.engine(), drained("drain")},
 		{"record from before remediation existed", b.engine(), &policy.State{Drained: &policy.Drain{Reason: failReason, At: t0}}},
-		{"rma", b.engine(), func() *policy.State { s := drained("reset-gpu"); s.Drained.Reason = "gpuhc: rma: gpu3: gpu.memory: x"; return s }()},
+		{"rma", b.engine(), func() *policy.State {
+			s := drained("reset-gpu")
+			s.Drained.Reason = "gpuhc: rma: gpu3: gpu.memory: x"
+			return s
+		}()},
 	} {
 		res, err := tc.e.Before(context.Background(), tc.st)
 		if err != nil || res.Outcome.Kind != Nothing || len(b.ctl.calls) != 0 || len(b.run.argv) != 0 {
