@@ -25,6 +25,10 @@ func (e Engine) start(ctx context.Context, st *policy.State, rec *record, now ti
 	if err := e.setReason(ctx, st, policy.PhaseReason(d.Action, named(d), message(d))); err != nil {
 		return Result{Outcome: Outcome{Kind: Nothing}}, err
 	}
+	if held := e.recount(ctx); held != "" {
+		rec.Held = ""
+		return e.hold(ctx, st, rec, held)
+	}
 	rec.Current, rec.Held = a, ""
 	rec.started(now)
 	if _, err := e.history().Record(part(d), d.Check, a.ID, now); err != nil {

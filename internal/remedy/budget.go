@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/policy"
@@ -79,4 +80,56 @@ func (e Engine) hold(ctx context.Context, st *policy.State, rec *record, why str
 	}
 	rec.Held = why
 	return out, nil
+}
+
+// settle is how long recount waits before it lists the nodes: slurmd
+// starts the health check on every node at once, and nodes that start
+// remediating together must all show their reasons before any counts.
+const settle = time.Second
+
+// recount lists the nodes again once our remediation reason is set, and
+// backs off when the cluster is now over its limit and we are not among
+// the first nodes by name: nodes that counted at the same moment all saw
+// room, and the name order lets exactly the limit of them go on, the same
+// ones whichever counts first ("" when we go on). A list that fails lets
+// us go on: the first count allowed it.
+func (e Engine) recount(ctx context.Context) string {
+	if e.Cfg.MaxFraction == 0 && e.Cfg.MaxNodes == 0 {
+		return ""
+	}
+	sleep := e.Sleep
+	if sleep == nil {
+		sleep = sleepCtx
+	}
+	if err := sleep(ctx, settle); err != nil {
+		return ""
+	}
+	nodes, err := e.Ctl.Nodes(ctx)
+	if err != nil {
+		return ""
+	}
+	var names []string
+	for _, n := range nodes {
+		if n.Name == e.Node || (n.Drained() && policy.Owned(n.Reason) && (policy.Remediating(n.Reason) || n.HasPrefix("REBOOT"))) {
+			names = append(names, n.Name)
+		}
+	}
+	_, total := remediating(nodes, e.Node)
+	limit := e.clusterLimit(total)
+	slices.Sort(names)
+	if i := slices.Index(names, e.Node); i >= limit {
+		return fmt.Sprintf("cluster budget spent (%d at once)", limit)
+	}
+	return ""
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

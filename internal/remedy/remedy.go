@@ -42,6 +42,8 @@ type Engine struct {
 	Now    func() time.Time
 	// Run runs nvidia-smi and systemctl; nil: Exec.
 	Run Runner
+	// Sleep waits before the cluster recount; nil: a real timer.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Outcome kinds.

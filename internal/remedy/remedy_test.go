@@ -89,6 +89,8 @@ type bed struct {
 	clock time.Time
 	boot  string
 	dir   statefile.Dir
+	// settle runs during the recount's wait: other nodes starting too.
+	settle func(*fakeCtl)
 }
 
 func newBed(t *testing.T) *bed {
@@ -101,7 +103,13 @@ func (b *bed) engine(mut ...func(*config.Remediate)) Engine {
 	for _, m := range mut {
 		m(&cfg)
 	}
-	return Engine{Node: "gpu003", Cfg: cfg, Ctl: b.ctl, BootID: b.boot, Dir: b.dir, Now: func() time.Time { return b.clock }, Run: b.run.run}
+	return Engine{Node: "gpu003", Cfg: cfg, Ctl: b.ctl, BootID: b.boot, Dir: b.dir, Now: func() time.Time { return b.clock }, Run: b.run.run,
+		Sleep: func(context.Context, time.Duration) error {
+			if b.settle != nil {
+				b.settle(b.ctl)
+			}
+			return nil
+		}}
 }
 
 func kinds(evs []events.Event) []string {
@@ -456,5 +464,40 @@ func TestAfterJudges(t *testing.T) {
 		if rec.Current.Judged != tc.judged || rec.Current.Recurred != tc.recurred {
 			t.Errorf("%s: judged %v recurred %v", tc.status, rec.Current.Judged, rec.Current.Recurred)
 		}
+	}
+}
+
+// Nodes that count at the same moment all see room; once their reasons
+// show, the first by name go on and the others back off, whichever
+// counted first.
+func TestClusterRecount(t *testing.T) {
+	starting := func(name string) slurm.Node {
+		return slurm.Node{Name: name, State: []string{"IDLE", "DRAIN"}, Reason: "gpuhc: reset-gpu: gpu0: gpu.recovery: x"}
+	}
+	for _, tc := range []struct {
+		name   string
+		others []string
+		want   string
+	}{
+		{"a later name started too: we go on", []string{"gpu004"}, Done},
+		{"an earlier name started too: we back off", []string{"gpu002"}, Held},
+		{"alone", nil, Done},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBed(t)
+			b.settle = func(f *fakeCtl) {
+				for _, o := range tc.others {
+					f.others = append(f.others, starting(o))
+				}
+			}
+			st := drained("reset-gpu")
+			res := before(t, b.engine(func(c *config.Remediate) { c.MaxNodes = 1 }), st)
+			if res.Outcome.Kind != tc.want {
+				t.Fatalf("%+v, want %s", res.Outcome, tc.want)
+			}
+			if tc.want == Held && (len(b.run.argv) != 0 || !strings.HasSuffix(st.Drained.Reason, "[not remediated: cluster budget spent (1 at once)]") || policy.Remediating(st.Drained.Reason)) {
+				t.Errorf("backed off: ran %q, reason %q", b.run.argv, st.Drained.Reason)
+			}
+		})
 	}
 }

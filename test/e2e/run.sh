@@ -70,8 +70,8 @@ PROLOG=${GPUHC_PROLOG:-}
 EPILOG=${GPUHC_EPILOG:-}
 ONLY=${GPUHC_E2E_ONLY:-}
 case $ONLY in
-''|22|24|26|3|4|5|6|spank|jobs|hct|faults) ;;
-*) echo "e2e: GPUHC_E2E_ONLY=$ONLY: want 22, 24 (scenarios 2 to 6 on 24.11), 26 (every REST scenario on 26.05), 3, 4, 5, 6 (on both), spank, jobs, hct or faults" >&2; exit 2 ;;
+''|22|24|26|3|4|5|6|spank|jobs|hct|faults|remediate) ;;
+*) echo "e2e: GPUHC_E2E_ONLY=$ONLY: want 22, 24 (scenarios 2 to 6 and remediation on 24.11), 26 (every REST scenario on 26.05), 3, 4, 5, 6 (on both), spank, jobs, hct, faults or remediate" >&2; exit 2 ;;
 esac
 # shellcheck source=testbed.sh
 source "$HERE/testbed.sh"
@@ -85,6 +85,8 @@ source "$HERE/spank.sh"
 source "$HERE/jobs.sh"
 # shellcheck source=kernlog.sh
 source "$HERE/kernlog.sh"
+# shellcheck source=remediate.sh
+source "$HERE/remediate.sh"
 # The HealthCheckTimeout scenario (26.05), where that file exists.
 if [[ -f $HERE/hctimeout.sh ]]; then
 	# shellcheck source=/dev/null
@@ -1041,6 +1043,7 @@ rest_scenarios() {
 }
 case $ONLY in '' | 24 | 3 | 4 | 5 | 6) rest_scenarios 24 ;; esac
 case $ONLY in '' | 26 | 3 | 4 | 5 | 6) rest_scenarios 26 ;; esac
+case $ONLY in '' | 24 | remediate) remediate_scenario24 ;; esac
 case $ONLY in '' | spank) spank_scenarios ;; 26) spank_scenario26 ;; esac
 case $ONLY in '' | jobs) RAN_JOBS=1; jobs_scenarios ;; 26) RAN_JOBS=1; jobs_scenario26 ;; esac
 if declare -F hctimeout_scenario26 >/dev/null; then

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Remediation (sourced by run.sh; alone: `GPUHC_E2E_ONLY=remediate
+# test/e2e/run.sh`), on the Slurm 24.11 bed, backend "auto" (slurmrestd,
+# and the chroot's real /usr/bin/scontrol, which a reboot needs). Every
+# slurmd runs gpuhc-healthcheck every 5 s with [remediate] on and a fake
+# nvidia-smi (REM_IN/nvidia-smi) that logs its argv and, on a node marked
+# curable, clears the node's injected fault: the simulated state, which
+# the wrapper reads at every run (REM_IN/inject.NODE). The judge is the
+# real slurmctld's node state and the nodes' event logs.
+#   gpu001: a healthy simulated DGX H100: never drained, never remediated.
+#   gpu003: gpu3 "GPU Reset Required" (NVML recovery action): drained with
+#           action reset-gpu, reset (nvidia-smi --gpu-reset -i 0000:5d:00.0),
+#           the same run's checks pass, resumed after resume_after runs.
+#   gpu002: the same fault, which the reset does not clear: two resets,
+#           then an rma drain ("gpuhc: rma: gpu3 (SN ...): gpu.recovery:
+#           ...") that stays, with an rma event; gpuhc-drain resume is
+#           needed.
+#   gpu004: the same fault, max_per_day 1: one reset, then the node stays
+#           drained, its reason saying the daily budget held it back.
+REM_IN=/srv/gpuhc-rem               # scenario files (inside the chroot)
+REM_PCI=0000:5d:00.0                # gpu3 of the simulated DGX H100
+REM_SN=1654922000003
+REM_FAULT="gpu3 (SN $REM_SN, $REM_PCI)"
+REM_MSG="GPU recovery action: GPU Reset Required [simulated]"
+
+REM_SIM='SIM="--simulate dgxh100 $(cat '"$REM_IN"'/inject.$SLURMD_NODENAME 2>/dev/null)"'
+
+write_rem_conf() {
+	{
+		conf_head "$REM_IN" "remediation (Slurm $BL chroot)" /usr/bin/scontrol
+		cat <<EOF
+
+[remediate]
+enabled = true
+nvidia_smi = "$REM_IN/nvidia-smi"
+reset_timeout = "5s"
+max_per_day = 3
+rma_after = 2
+
+[[host]]
+match = "gpu004"
+[host.remediate]
+max_per_day = 1
+rma_after = 3
+EOF
+	} >"$REM/gpuhc.toml.tmp"
+	mv "$REM/gpuhc.toml.tmp" "$REM/gpuhc.toml"
+}
+
+# The fake nvidia-smi: gpuhc runs it with argv only, in the health
+# check's environment (slurmd's SLURMD_NODENAME).
+write_fake_smi() {
+	cat >"$REM/nvidia-smi" <<EOF
+#!/bin/sh
+echo "\$SLURMD_NODENAME \$*" >>$REM_IN/nvidia-smi.log
+[ "\$1" = --gpu-reset ] || { echo "fake nvidia-smi: only --gpu-reset" >&2; exit 2; }
+[ -e $REM_IN/curable.\$SLURMD_NODENAME ] && rm -f $REM_IN/inject.\$SLURMD_NODENAME
+echo "GPU 00000000:5D:00.0 was successfully reset."
+EOF
+	chmod 0755 "$REM/nvidia-smi"
+}
+
+# rem_events NODE [JQ-ARGS...] FILTER: FILTER (over the node's whole
+# event log, slurped) holds.
+rem_events() {
+	local node=$1; shift
+	WHY="$(tail -c 1500 "$REM/log/$node.events.jsonl" 2>&1)"
+	jq -e -s "$@" "$REM/log/$node.events.jsonl" >/dev/null 2>&1
+}
+
+# wait_rem_events TIMEOUT NODE [JQ-ARGS...] FILTER
+wait_rem_events() {
+	local end=$((SECONDS + $1)); shift
+	until rem_events "$@"; do
+		((SECONDS < end)) || return 1
+		sleep 0.5
+	done
+}
+
+# rem_reason_has NODE TEXT: the node's reason contains TEXT.
+rem_reason_has() {
+	local r
+	r=$(reason_of "$(showb "$1")")
+	WHY="reason '$r'"
+	[[ $r == *"$2"* ]]
+}
+
+remediate_scenario24() {
+	use_bed_run 24
+	REM=$BROOT$REM_IN
+	say "remediation: Slurm $BL chroot, reset-gpu, escalation to rma, the daily budget"
+	ran "$REM"
+	need_chroot "$BV"
+	downb
+	rm -rf --one-file-system "$REM"
+	mkdir -p "$REM"/{state,log}
+	install -m 0755 "$BIN" "$REM/gpuhc-healthcheck"
+	install -m 0755 "$DRAIN_BIN" "$REM/gpuhc-drain"
+	hc_wrapper "$REM/healthcheck.sh" "$REM_IN/gpuhc-healthcheck" "$REM_IN/gpuhc.toml" "$REM_IN" "$REM_SIM" '$SIM'
+	write_rem_conf
+	write_fake_smi
+	local n
+	for n in gpu002 gpu003 gpu004; do
+		echo "--inject gpu3:recovery=reset" >"$REM/inject.$n"
+	done
+	touch "$REM/curable.gpu003"
+
+	upb "$(hc_conf "$REM_IN/healthcheck.sh")"
+	expect "$BL (rem): --check-config accepts the remediation config" \
+		sb "$REM_IN/gpuhc-healthcheck" --check-config "$REM_IN/gpuhc.toml"
+	touch "$REM/armed"
+
+	# gpu003: drained, reset, judged healthy by the same run, resumed.
+	expect "$BL (rem): gpu003 drained for gpu.recovery with action reset-gpu" \
+		wait_rem_events "$WAIT" gpu003 '[.[] | select(.kind == "drain" and .action == "reset-gpu" and .check == "gpu.recovery")] | length == 1'
+	expect "$BL (rem): gpu003 reset: remediation-started then -finished (action reset-gpu, serial, PCI, seconds)" \
+		wait_rem_events "$WAIT" gpu003 --arg sn "$REM_SN" --arg pci "$REM_PCI" \
+		'([.[] | select(.kind == "remediation-started" and .action == "reset-gpu" and .serial == $sn and .pci == $pci)] | length == 1) and ([.[] | select(.kind == "remediation-finished" and .action == "reset-gpu" and (.seconds | type == "number"))] | length == 1)'
+	WHY="$(grep gpu003 "$REM/nvidia-smi.log" 2>&1)"
+	expect "$BL (rem): gpu003's nvidia-smi ran as 'nvidia-smi --gpu-reset -i $REM_PCI', once" \
+		[ "$(grep -c "^gpu003 --gpu-reset -i $REM_PCI\$" "$REM/nvidia-smi.log" 2>/dev/null)" = 1 ]
+	expect "$BL (rem): gpu003 back in service (idle, not drained) within ${WAIT}s, no person involved" \
+		wait_node "$WAIT" showb gpu003 clean
+	expect "$BL (rem): gpu003's events in order: drain, remediation-started, remediation-finished, resume" \
+		rem_events gpu003 '[.[] | select(.kind | test("^(drain|remediation-.*|resume)$")) | .kind] == ["drain", "remediation-started", "remediation-finished", "resume"]'
+
+	# gpu002: the reset does not cure it: two remediations, then rma.
+	expect "$BL (rem): gpu002 drained as rma after 2 resets: 'gpuhc: rma: $REM_FAULT: gpu.recovery: …'" \
+		wait_node $((WAIT * 4)) showb gpu002 drained "gpuhc: rma: $REM_FAULT: gpu.recovery: $REM_MSG"
+	expect "$BL (rem): gpu002's event log: 2 remediations, then an rma event (remediations 2, serial, PCI, model, driver)" \
+		wait_rem_events 10 gpu002 --arg sn "$REM_SN" \
+		'([.[] | select(.kind == "remediation-started")] | length == 2) and ([.[] | select(.kind == "rma" and .remediations == 2 and .serial == $sn and .pci != null and .model != null and .driver != null)] | length == 1)'
+	expect "$BL (rem): the rma drain stays over 3 runs, even once the fault is gone" \
+		eval 'rm -f "$REM/inject.gpu002"; stays showb gpu002 "$REM" 3 drained "gpuhc: rma: "'
+	WHY="$(grep -c "^gpu002 " "$REM/nvidia-smi.log" 2>&1)"
+	expect "$BL (rem): gpu002 was reset exactly twice" [ "$(grep -c "^gpu002 " "$REM/nvidia-smi.log")" = 2 ]
+
+	# gpu004: one reset a day.
+	expect "$BL (rem): gpu004 held back by its daily budget: reason ends '[not remediated: daily budget spent (max_per_day 1)]'" \
+		wait_for $((WAIT * 4)) "gpu004 held by its daily budget" rem_reason_has gpu004 "[not remediated: daily budget spent (max_per_day 1)]"
+	expect "$BL (rem): gpu004 stays drained, with one reset, over 2 more runs" \
+		eval 'stays showb gpu004 "$REM" 2 drained "gpuhc: gpu.recovery: $REM_FAULT" && [ "$(grep -c "^gpu004 " "$REM/nvidia-smi.log")" = 1 ]'
+
+	# The cluster budget (max_fraction 0.05 of 4 nodes: 1 at once): the
+	# three nodes failed together, so two waited their turn.
+	WHY="$(grep -h "remediate: held" "$REM"/runs.gpu00[234].log 2>&1 | sort | uniq -c | head -5)"
+	expect "$BL (rem): nodes failing together were held back by the cluster budget, the reason saying so ('cluster budget spent (1 at once)')" \
+		grep -q "remediate: held: remediation held back: cluster budget spent (1 at once)" "$REM"/runs.gpu00[234].log
+
+	# gpu001: healthy all along.
+	expect "$BL (rem): gpu001 (healthy) was never drained nor remediated" \
+		eval 'node_is showb gpu001 clean && ! grep -q "^gpu001 " "$REM/nvidia-smi.log" && ! grep -q "remediat" "$REM/runs.gpu001.log"'
+
+	rm -f "$REM/armed"
+	for n in "${BNODES[@]}"; do
+		sb scontrol update NodeName="$n" State=RESUME >/dev/null 2>&1 || true
+	done
+	downb
+}
