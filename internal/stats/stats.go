@@ -195,14 +195,14 @@ type Filter struct {
 
 // Report is the statistics for one window. Breakdowns are sorted by key.
 type Report struct {
-	Window          Window  `json:"window"`
-	Filter          Filter  `json:"filter"`
-	LemonMin        int     `json:"lemon_min"`
-	Fleet           Row     `json:"fleet"`
-	ByNode          []Row   `json:"by_node"`
-	ByCheck         []Row   `json:"by_check"`
-	BySerial        []Row   `json:"by_serial"`
-	ByComponentType []Row   `json:"by_component_type"`
+	Window          Window `json:"window"`
+	Filter          Filter `json:"filter"`
+	LemonMin        int    `json:"lemon_min"`
+	Fleet           Row    `json:"fleet"`
+	ByNode          []Row  `json:"by_node"`
+	ByCheck         []Row  `json:"by_check"`
+	BySerial        []Row  `json:"by_serial"`
+	ByComponentType []Row  `json:"by_component_type"`
 	// ByModel sums the BySerial rows of the GPUs whose model an event
 	// named (see "Models").
 	ByModel []Row   `json:"by_model"`
