@@ -106,7 +106,7 @@ type Truth struct {
 	// Models are the GPU models that remediation and rma events name, by
 	// serial.
 	Models map[string]string
-	Moved   Move
+	Moved  Move
 	// Quiet is a node that never fails; Lemons, the nodes made to fail
 	// more often.
 	Quiet  string
