@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/events"
+	"github.com/gpuhc/gpuhc/internal/fleetgen"
 	"github.com/gpuhc/gpuhc/internal/stats"
 )
 
@@ -187,5 +189,49 @@ func TestStatsRemediation(t *testing.T) {
 	recs, err := csv.NewReader(strings.NewReader(b.stdout)).ReadAll()
 	if err != nil || len(recs) != 2+1+2+1 || recs[2][0] != "remediation-fleet" || recs[2][len(recs[2])-3] != "2" {
 		t.Errorf("stats CSV %q (%v)", recs, err)
+	}
+}
+
+// On a generated fleet, rma lists exactly the truth's rma in force, and
+// --all the resumed one too, each with the remediation before it.
+func TestRMAFleet(t *testing.T) {
+	b := newBed(t)
+	dir := filepath.Join(b.dir, "fleet")
+	tr, err := fleetgen.Generate(dir, fleetgen.Params{Nodes: 8, GPUsPerNode: 8, Days: 60, FailureRate: 6, Seed: 5, RotateBytes: 8 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, all := range []bool{false, true} {
+		args := []string{"rma", "--json", "--events", dir}
+		if all {
+			args = append(args, "--all")
+		}
+		b.mustRun(0, args...)
+		var got []rmaCase
+		if err := json.Unmarshal([]byte(b.stdout), &got); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, r := range tr.RMAs {
+			if all || r.Resumed.IsZero() {
+				want = append(want, strings.Join([]string{r.Node, r.Check, r.Component, r.Serial, r.PCI, r.Model, r.Driver,
+					r.Time.Format(time.RFC3339), strconv.Itoa(r.Remediations), r.Resumed.Format(time.RFC3339)}, " "))
+			}
+		}
+		var have []string
+		for _, c := range got {
+			resumed := time.Time{}
+			if c.Resumed != nil {
+				resumed = *c.Resumed
+			}
+			have = append(have, strings.Join([]string{c.Node, c.Check, c.Component, c.Serial, c.PCI, c.Model, c.Driver,
+				c.Time.UTC().Format(time.RFC3339), strconv.Itoa(c.Remediations), resumed.UTC().Format(time.RFC3339)}, " "))
+			if len(c.Tried) != 1 || c.Tried[0].Outcome != "finished" || len(c.Failures) < 2 {
+				t.Errorf("%s: history %+v %+v", c.Node, c.Failures, c.Tried)
+			}
+		}
+		if strings.Join(have, "\n") != strings.Join(want, "\n") || len(want) != map[bool]int{false: 1, true: 2}[all] {
+			t.Errorf("--all=%v\n got %q\nwant %q", all, have, want)
+		}
 	}
 }

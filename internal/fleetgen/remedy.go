@@ -34,15 +34,14 @@ func pciOf(comp string) string {
 
 // remedyIncident is a drained GPU failure that is remediated.
 type remedyIncident struct {
-	k                   key
-	serial, reason      string
-	t0, tD, t1          int64 // FAIL, drain, when it would recover
-	ep                  int   // episode id
-	rma                 bool  // escalate to rma
-	start, stop         int64 // remediation started, ended
-	failedWhy, ranWhat  string
-	detectAt, remedyAt  int64
-	resumeAt, recovered int64
+	k              key
+	serial, reason string
+	t0, tD, t1     int64 // FAIL, drain, when it would recover
+	ep             int   // episode id
+	rma            bool  // escalate to rma
+	start, stop    int64 // remediation started, ended
+	ranWhat        string
+	resumeAt       int64
 }
 
 // remediated writes the remediation of inc and what follows, and
