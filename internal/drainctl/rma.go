@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/events"
-	"github.com/gpuhc/gpuhc/internal/policy"
+	"github.com/gpuhc/gpuhc/internal/stats"
 )
 
 const rmaAbout = `Lists the parts escalated to a return to the vendor (rma events) that are
@@ -191,8 +191,7 @@ func drainPart(ev events.Event) (check, comp string) {
 	if ev.Check != "" {
 		return ev.Check, ev.Component
 	}
-	check, comp, _, _ = policy.ParseReason(ev.Message)
-	return check, comp
+	return stats.ReasonCheck(ev.Message)
 }
 
 // remedyOf is the remediation started by ev, ended by the first

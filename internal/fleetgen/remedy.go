@@ -116,7 +116,7 @@ func (g *gen) remedyFailed(inc remedyIncident) int64 {
 		why = "reboot not done within 30m0s"
 	}
 	g.remEv(inc, inc.stop, events.KindRemediationFailed, inc.stop-inc.start, why)
-	g.drainEv(inc.stop, events.KindDrain, fmt.Sprintf("gpuhc: remediation-failed: %s: %s: %s", inc.k.comp, inc.k.action, why), "healthcheck", 0)
+	g.redrain(inc, inc.stop, fmt.Sprintf("gpuhc: remediation-failed: %s: %s: %s", inc.k.comp, inc.k.action, why))
 	return g.fixedByHand(inc, byHand)
 }
 
@@ -142,7 +142,7 @@ func (g *gen) escalate(inc remedyIncident) int64 {
 	reason := fmt.Sprintf("gpuhc: rma: %s (SN %s): %s: %s", k.comp, inc.serial, k.check, k.msgs[0])
 	g.add(at, events.Event{Kind: events.KindRMA, Check: k.check, Component: k.comp, Serial: inc.serial, PCI: pciOf(k.comp),
 		Model: ModelOf(inc.serial), Driver: Driver, Remediations: 1, Message: reason, By: "healthcheck"}, 0)
-	g.drainEv(at, events.KindDrain, reason, "healthcheck", 0)
+	g.redrain(inc, at, reason)
 	x := RMA{Node: g.name, Check: k.check, Component: k.comp, Serial: inc.serial, PCI: pciOf(k.comp), Model: ModelOf(inc.serial),
 		Driver: Driver, Time: time.Unix(at, 0).UTC(), Remediations: 1}
 	inc.resumeAt = g.pl.end
@@ -158,4 +158,11 @@ func (g *gen) escalate(inc remedyIncident) int64 {
 	}
 	g.record(inc, false, 0)
 	return inc.resumeAt
+}
+
+// redrain is the health check's new reason for inc's drain, with the
+// check, component and serial of the failure as its drain events carry.
+func (g *gen) redrain(inc remedyIncident, t int64, reason string) {
+	g.add(t, events.Event{Kind: events.KindDrain, Check: inc.k.check, Component: inc.k.comp, Serial: inc.serial,
+		Action: inc.k.action, Message: reason, Backend: "rest", By: "healthcheck"}, 0)
 }

@@ -190,3 +190,19 @@ func TestRemediationByActionAndModel(t *testing.T) {
 		t.Errorf("check gpu.fabric: %v %v", got.Cells(), rep.Remediation.ByModel)
 	}
 }
+
+func TestReasonCheck(t *testing.T) {
+	for reason, want := range map[string][2]string{
+		xidReason: {"gpu.xid", "gpu3"},
+		"gpuhc: reset-gpu: gpu3 (SN S3): gpu.xid: Xid 79":           {"gpu.xid", "gpu3"},
+		"gpuhc: reboot: nvswitch0: gpu.fabric: fabric state":        {"gpu.fabric", "nvswitch0"},
+		"gpuhc: rma: gpu3 (SN S3): gpu.ecc: volatile DBE 2 > 0":     {"gpu.ecc", "gpu3"},
+		"gpuhc: remediation-failed: gpu3: reset-gpu: exit status 1": {"", ""},
+		"gpuhc: reboot: gpu3: ticket 42 by hand":                    {"", ""},
+		"maintenance":                                               {"", ""},
+	} {
+		if c, p := ReasonCheck(reason); c != want[0] || p != want[1] {
+			t.Errorf("ReasonCheck(%q) = %q, %q; want %q", reason, c, p, want)
+		}
+	}
+}

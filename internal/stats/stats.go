@@ -94,6 +94,54 @@
 // reason that does not name a check counts for the node and the fleet
 // only.
 //
+// A remediation's or an rma's reason ("gpuhc: reset-gpu: gpu3 (SN …):
+// gpu.xid: …", docs/remediation.md) is attributed to the check it names
+// after the part; a failed remediation's ("gpuhc: remediation-failed: …")
+// names no check. Both usually come as re-drains of an open period.
+//
+// # MTTR phases
+//
+// Each repair (a drain period that began in the window and a resume ended
+// before Until) splits into phases, each a mean over the repairs that
+// have it:
+//
+//   - detection→drain (Detected, DetectToDrain): from the FAIL transition
+//     that opened the episode of the drain's check and component to the
+//     drain. Only when that episode was still open at the drain; a
+//     re-drain after a resume (the episode closed by it) and a drain whose
+//     reason names no check have none.
+//   - drain→remediation (Remediated, DrainToRemediation): from the drain
+//     to the first remediation-started event of the node during the
+//     period (of any part; with a Check filter, of a matching check).
+//   - remediation→back in service (RemediationToService): from that
+//     remediation-started to the resume ending the period.
+//
+// For a remediated repair drain→remediation plus remediation→back in
+// service is its drain→resume time; MTTR stays the mean drain→resume time
+// of all repairs, remediated or not.
+//
+// # Remediations
+//
+// A remediation is a remediation-started event in the window (one that
+// started before Since is not counted, nor its end). Its end is the first
+// remediation-finished or remediation-failed event after it of the same
+// node, action, check and component that ends no earlier remediation;
+// ends without a start are ignored. Pending are those with no end before
+// Until. A finished remediation is cured when the node's next resume
+// comes before Until and, between the finished event and that resume,
+// the node logs no FAIL transition of the same check and component (with
+// the same serial, where both name one), no rma event and no new
+// remediation-started of that part. SuccessRate is finished/(finished +
+// failed), CureRate cured/(finished + failed). Rows are by action, by the
+// model the started event names (UnknownModel when none) and fleet-wide.
+//
+// # Models
+//
+// A GPU serial's model is the one named by the latest event (before
+// Until, of any node) carrying both a serial and a model: remediation and
+// rma events. ByModel sums the BySerial rows of the serials whose model
+// is known: hours, episodes, drains, MTTR and its phases.
+//
 // # Filters and lemons
 //
 // Options.Node and Options.Check select nodes and checks by name or shell
@@ -383,7 +431,7 @@ func (a *Accumulator) KeepsDrain(ev events.Event) bool {
 		return false
 	}
 	if ev.Kind == events.KindDrain {
-		check, _ := parseReason(ev.Message)
+		check, _ := ReasonCheck(ev.Message)
 		return match(a.opts.Check, check)
 	}
 	return true
@@ -396,10 +444,10 @@ var actionReasons = map[string]bool{"reset-gpu": true, "reboot": true, "rma": tr
 // checkName is policy's shape of a check's name.
 var checkName = lazyre.New(`^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$`)
 
-// parseReason is the check and component a drain or resume reason names
+// ReasonCheck is the check and component a drain or resume reason names
 // (policy.ParseReason), reading a remediation's or an rma's reason as the
 // check it is about, and a failed remediation's as naming none.
-func parseReason(reason string) (check, comp string) {
+func ReasonCheck(reason string) (check, comp string) {
 	check, comp, msg, _ := policy.ParseReason(reason)
 	switch {
 	case actionReasons[check]:
@@ -492,7 +540,7 @@ func (a *Accumulator) Add(ev events.Event) {
 		if !a.KeepsDrain(ev) {
 			return
 		}
-		check, comp := parseReason(ev.Message)
+		check, comp := ReasonCheck(ev.Message)
 		kind := recDrain
 		if ev.Kind == events.KindResume {
 			kind = recResume
