@@ -96,6 +96,7 @@ func commands() []command {
 		{"stats", "", "MTTF, MTTR and lemons from the event logs", Program.stats},
 		{"report", "--html FILE", "the fleet report: one self-contained HTML page", Program.report},
 		{"job", "JOBID", "did the hardware kill my job? hardware events on its nodes while it ran", Program.job},
+		{"rma", "", "parts escalated to a return to the vendor, with their history, for the ticket", Program.rma},
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/atomicfile"
 	"github.com/gpuhc/gpuhc/internal/events"
-	"github.com/gpuhc/gpuhc/internal/policy"
 	"github.com/gpuhc/gpuhc/internal/stats"
 )
 
@@ -127,7 +126,7 @@ func drainCheck(ev events.Event) string {
 	if ev.Check != "" {
 		return ev.Check
 	}
-	check, _, _, _ := policy.ParseReason(ev.Message)
+	check, _ := stats.ReasonCheck(ev.Message)
 	return check
 }
 

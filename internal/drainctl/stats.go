@@ -15,9 +15,12 @@ import (
 const statsAbout = `Computes failure statistics from the event logs: observed hours, episodes
 (one per failure of a component, however often it was seen), MTTF (hours
 per episode), drains, resumes, MTTR (mean drain-to-resume time) and open
-drains, fleet-wide and per node, check, GPU serial and component type,
-and ranks the lemons: the nodes and GPUs with the most episodes. Hours
-come from the health check's heartbeats; without them MTTF is "-".
+drains, fleet-wide and per node, check, GPU serial, component type and
+GPU model, and ranks the lemons: the nodes and GPUs with the most
+episodes. MTTR is split into its phases: first FAIL to drain, drain to
+remediation, remediation to back in service. Remediations are counted
+per action and model: started, finished, failed, cured. Hours come from
+the health check's heartbeats; without them MTTF is "-".
 --json prints the whole report as one object.`
 
 type statsOpts struct {
@@ -29,12 +32,12 @@ type statsOpts struct {
 }
 
 // statsSections are the breakdowns --by can choose, in print order.
-var statsSections = []string{"node", "check", "serial", "type", "lemons"}
+var statsSections = []string{"node", "check", "serial", "type", "model", "remediation", "lemons"}
 
 func (p Program) stats(args []string) error {
 	var o statsOpts
 	fs := p.statsFlags("stats", "", statsAbout, &o)
-	fs.StringVar(&o.by, "by", strings.Join(statsSections, ","), "breakdowns to print (table and CSV), comma-separated: `node,check,serial,type,lemons`")
+	fs.StringVar(&o.by, "by", strings.Join(statsSections, ","), "breakdowns to print (table and CSV), comma-separated: `node,check,serial,type,model,remediation,lemons`")
 	pos, err := parse(fs, &o.common, args)
 	if err != nil {
 		return err
@@ -150,10 +153,13 @@ func hoursText(h *float64) string {
 func statsRow(r stats.Row) []string {
 	i := strconv.Itoa
 	return []string{r.Key, stats.FormatHours(&r.Hours), i(r.Episodes), hoursText(r.MTTF),
-		i(r.Drains), i(r.Resumes), i(r.Repairs), hoursText(r.MTTR), i(r.Open)}
+		i(r.Drains), i(r.Resumes), i(r.Repairs), hoursText(r.MTTR), hoursText(r.DetectToDrain),
+		hoursText(r.DrainToRemediation), hoursText(r.RemediationToService), i(r.Open)}
 }
 
-var statsHead = []string{"HOURS", "EPISODES", "MTTF", "DRAINS", "RESUMES", "REPAIRS", "MTTR", "OPEN"}
+// statsHead: MTTR's phases follow it (docs/metrics.md#mttr-phases).
+var statsHead = []string{"HOURS", "EPISODES", "MTTF", "DRAINS", "RESUMES", "REPAIRS", "MTTR",
+	"DETECT-DRAIN", "DRAIN-REMEDY", "REMEDY-BACK", "OPEN"}
 
 func printStats(w io.Writer, rep stats.Report, sections map[string]bool) error {
 	fmt.Fprintln(w, windowLine(rep))
@@ -183,11 +189,17 @@ func printStats(w io.Writer, rep stats.Report, sections map[string]bool) error {
 		{"check", "CHECK", rep.ByCheck},
 		{"serial", "GPU SERIAL", rep.BySerial},
 		{"type", "COMPONENT TYPE", rep.ByComponentType},
+		{"model", "GPU MODEL", rep.ByModel},
 	} {
 		if !sections[s.key] || len(s.rows) == 0 {
 			continue
 		}
 		if err := section(s.title, s.rows, s.key == "serial"); err != nil {
+			return err
+		}
+	}
+	if sections["remediation"] {
+		if err := printRemediation(w, rep.Remediation); err != nil {
 			return err
 		}
 	}
@@ -248,7 +260,9 @@ func windowLine(rep stats.Report) string {
 // hours are plain numbers, empty when undefined.
 func statsCSV(rep stats.Report, sections map[string]bool) table {
 	t := table{head: []string{"section", "key", "hours", "episodes", "mttf_hours", "drains", "resumes",
-		"repairs", "mttr_hours", "open", "rank", "share", "nodes"}}
+		"repairs", "mttr_hours", "open", "rank", "share", "nodes", "detected", "detect_to_drain_hours",
+		"remediated", "drain_to_remediation_hours", "remediation_to_service_hours",
+		"started", "finished", "failed", "pending", "cured", "success_rate", "cure_rate"}}
 	num := func(h *float64) string {
 		if h == nil {
 			return ""
@@ -257,19 +271,25 @@ func statsCSV(rep stats.Report, sections map[string]bool) table {
 	}
 	add := func(section string, r stats.Row, rank, share string) {
 		i := strconv.Itoa
-		t.rows = append(t.rows, []string{section, r.Key, num(&r.Hours), i(r.Episodes), num(r.MTTF), i(r.Drains),
-			i(r.Resumes), i(r.Repairs), num(r.MTTR), i(r.Open), rank, share, strings.Join(r.Nodes, " ")})
+		t.rows = append(t.rows, append([]string{section, r.Key, num(&r.Hours), i(r.Episodes), num(r.MTTF), i(r.Drains),
+			i(r.Resumes), i(r.Repairs), num(r.MTTR), i(r.Open), rank, share, strings.Join(r.Nodes, " "),
+			i(r.Detected), num(r.DetectToDrain), i(r.Remediated), num(r.DrainToRemediation), num(r.RemediationToService)},
+			make([]string, 7)...))
 	}
 	add("fleet", rep.Fleet, "", "")
 	for _, s := range []struct {
 		key  string
 		rows []stats.Row
-	}{{"node", rep.ByNode}, {"check", rep.ByCheck}, {"serial", rep.BySerial}, {"type", rep.ByComponentType}} {
+	}{{"node", rep.ByNode}, {"check", rep.ByCheck}, {"serial", rep.BySerial}, {"type", rep.ByComponentType},
+		{"model", rep.ByModel}} {
 		if sections[s.key] {
 			for _, r := range s.rows {
 				add(s.key, r, "", "")
 			}
 		}
+	}
+	if sections["remediation"] {
+		t.rows = append(t.rows, remediationCSV(rep.Remediation, len(t.head))...)
 	}
 	if sections["lemons"] {
 		for _, l := range rep.Lemons {
@@ -277,4 +297,54 @@ func statsCSV(rep stats.Report, sections map[string]bool) table {
 		}
 	}
 	return t
+}
+
+// printRemediation is the remediations by action and by model, with the
+// fleet's total; nothing when none was started.
+func printRemediation(w io.Writer, rem stats.Remediation) error {
+	if rem.Fleet.Started == 0 {
+		return nil
+	}
+	for _, s := range []struct {
+		title string
+		rows  []stats.RemediationRow
+	}{{"REMEDIATION", rem.ByAction}, {"REMEDIATED MODEL", rem.ByModel}} {
+		t := table{head: []string{s.title, "STARTED", "FINISHED", "FAILED", "PENDING", "CURED", "SUCCESS", "CURE RATE"}}
+		for _, r := range append(s.rows, rem.Fleet) {
+			t.rows = append(t.rows, r.Cells())
+		}
+		fmt.Fprintln(w)
+		if err := emit(w, formatTable, t, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// remediationCSV is the remediation rows of stats' CSV: sections
+// remediation-fleet, remediation-action and remediation-model, their
+// figures in the last columns, rates as fractions (empty: undefined).
+func remediationCSV(rem stats.Remediation, width int) [][]string {
+	rate := func(r *float64) string {
+		if r == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*r, 'f', 4, 64)
+	}
+	var out [][]string
+	add := func(section string, r stats.RemediationRow) {
+		i := strconv.Itoa
+		row := make([]string, width-7, width)
+		row[0], row[1] = section, r.Key
+		out = append(out, append(row, i(r.Started), i(r.Finished), i(r.Failed), i(r.Pending), i(r.Cured),
+			rate(r.SuccessRate), rate(r.CureRate)))
+	}
+	add("remediation-fleet", rem.Fleet)
+	for _, r := range rem.ByAction {
+		add("remediation-action", r)
+	}
+	for _, r := range rem.ByModel {
+		add("remediation-model", r)
+	}
+	return out
 }

@@ -34,6 +34,17 @@
 // fails; a GPU of node 1 fails repeatedly, is moved to node 2 half-way and
 // fails there too; node 1's current log has a torn line in the middle and a
 // torn last line; Params.LemonNodes nodes fail LemonFactor times as often.
+//
+// Drains come up to two health check runs (0, 5 or 10 minutes) after the
+// FAIL that opened the episode. Half of the drained GPU failures (not
+// those an admin resumes) are remediated, as docs/remediation.md says:
+// the component's action (gpu.ecc: reset-gpu, gpu.xid: reboot) starts a
+// few runs after the drain and finishes or fails. Most that finish cure
+// the GPU (back to OK a minute later, resumed ten minutes after); some
+// finish and the GPU fails again; a failed remediation leaves the node to
+// an admin, who resumes it once the part is fixed. Node 3 has a GPU
+// failure escalated to rma after its remediation, never resumed (the node
+// fails no more); node 4 the same, resumed by hand two days later.
 package fleetgen
 
 import (
@@ -88,7 +99,14 @@ type Truth struct {
 	Drains   []Drain
 	// Tenures say which GPU serial sat in which node when.
 	Tenures []Tenure
-	Moved   Move
+	// Remediations in time order per node, nodes in order; RMAs, the
+	// escalations.
+	Remediations []Remediation
+	RMAs         []RMA
+	// Models are the GPU models that remediation and rma events name, by
+	// serial.
+	Models map[string]string
+	Moved  Move
 	// Quiet is a node that never fails; Lemons, the nodes made to fail
 	// more often.
 	Quiet  string
@@ -129,6 +147,34 @@ type Drain struct {
 	Drain                          time.Time
 	// Resume is zero for a node still drained when the log ends.
 	Resume time.Time
+	// Detect is the first FAIL of the episode open when the drain came;
+	// zero when none was (a re-drain after an admin's resume).
+	Detect time.Time
+	// Remedy is when the period's remediation started; zero: none.
+	Remedy time.Time
+}
+
+// Remediation is one remediation of a drained GPU.
+type Remediation struct {
+	Node, Check, Component, Serial, Model, Action string
+	Start                                         time.Time
+	// End is when it finished, or failed (Failed); zero when not logged
+	// before the log ends.
+	End    time.Time
+	Failed bool
+	// Cured is the resume that put the GPU back in service with no FAIL
+	// of it after the remediation finished; zero: not cured (or not by
+	// the end of the log).
+	Cured time.Time
+}
+
+// RMA is an escalation to a return to the vendor.
+type RMA struct {
+	Node, Check, Component, Serial, PCI, Model, Driver string
+	Time                                               time.Time
+	Remediations                                       int
+	// Resumed is the admin's resume after it; zero: still in force.
+	Resumed time.Time
 }
 
 // Tenure is a GPU's stay in a node: heartbeats of Node ending in
@@ -221,12 +267,17 @@ func Generate(dir string, p Params) (*Truth, error) {
 			return nil, err
 		}
 	}
-	t := &Truth{Start: p.Start.UTC(), End: time.Unix(pl.end, 0).UTC(), Moved: pl.move, Quiet: NodeName(0)}
+	t := &Truth{Start: p.Start.UTC(), End: time.Unix(pl.end, 0).UTC(), Moved: pl.move, Quiet: NodeName(0), Models: map[string]string{}}
 	for i, r := range results {
 		t.Nodes = append(t.Nodes, NodeTruth{Name: NodeName(i), From: time.Unix(pl.begin[i], 0).UTC(), To: t.End})
 		t.Episodes = append(t.Episodes, r.episodes...)
 		t.Drains = append(t.Drains, r.drains...)
 		t.Tenures = append(t.Tenures, r.tenures...)
+		t.Remediations = append(t.Remediations, r.remediations...)
+		t.RMAs = append(t.RMAs, r.rmas...)
+		for _, x := range r.remediations {
+			t.Models[x.Serial] = x.Model
+		}
 		if pl.lemon[i] {
 			t.Lemons = append(t.Lemons, NodeName(i))
 		}
@@ -300,6 +351,8 @@ type nodeResult struct {
 	episodes                       []Episode
 	drains                         []Drain
 	tenures                        []Tenure
+	remediations                   []Remediation
+	rmas                           []RMA
 	files, lines, heartbeats, torn int
 	bytes, diskBytes               int64
 	spanning                       int
@@ -466,20 +519,31 @@ func (g *gen) endEpisode(id int, t int64) {
 	}
 }
 
-func (g *gen) drainPeriod(k key, serial string, from, to int64) {
+// drainPeriod records a drain period from..to, detected at detect and
+// remediated from remedy (0: none).
+func (g *gen) drainPeriod(k key, serial string, from, to, detect, remedy int64) {
 	if from >= g.pl.end {
 		return
 	}
-	d := Drain{Node: g.name, Check: k.check, Component: k.comp, Serial: serial, Drain: time.Unix(from, 0).UTC()}
+	d := Drain{Node: g.name, Check: k.check, Component: k.comp, Serial: serial, Drain: time.Unix(from, 0).UTC(),
+		Detect: g.logged(detect), Remedy: g.logged(remedy)}
 	if to < g.pl.end {
 		d.Resume = time.Unix(to, 0).UTC()
 	}
 	g.res.drains = append(g.res.drains, d)
 }
 
+// logged is t as a time when it is in the log (before its end), else zero.
+func (g *gen) logged(t int64) time.Time {
+	if t <= 0 || t >= g.pl.end {
+		return time.Time{}
+	}
+	return time.Unix(t, 0).UTC()
+}
+
 // incident writes one failure starting at t0 and returns when the node is
 // back to normal.
-func (g *gen) incident(t0 int64, forceSlot int) int64 {
+func (g *gen) incident(t0 int64, forceSlot int, rma bool) int64 {
 	r := g.rng
 	k, serial := g.pickKey(t0, forceSlot)
 	msg := func() string { return k.msgs[r.IntN(len(k.msgs))] }
@@ -501,21 +565,32 @@ func (g *gen) incident(t0 int64, forceSlot int) int64 {
 	g.tr(t0, k, serial, prev, "FAIL", first, ep)
 
 	mode := r.IntN(100)
+	if rma {
+		mode = 0
+	}
 	drained := mode < 85
+	// the drain comes up to two runs after the FAIL
+	tD := t0 + 300*int64(r.IntN(3))
 	switch {
 	case drained:
-		g.drainEv(t0, events.KindDrain, reason, "healthcheck", 0)
+		g.drainEv(tD, events.KindDrain, reason, "healthcheck", 0)
 	case mode < 92:
-		g.drainEv(t0, events.KindDrainSuppressed, "12 of 100 nodes already drained by gpuhc (limit 10%); not draining: "+reason, "healthcheck", 0)
+		g.drainEv(tD, events.KindDrainSuppressed, "12 of 100 nodes already drained by gpuhc (limit 10%); not draining: "+reason, "healthcheck", 0)
 	}
 	variant := r.IntN(100)
-	admin := drained && variant < 7
+	admin := drained && variant < 7 && !rma
+	remedy := rma || drained && !admin && k.slot >= 0 && r.IntN(2) == 0
 	// repeated detections, another message each time
-	for j, n := 0, r.IntN(4); j < n; j++ {
+	for j, n := 0, r.IntN(4); j < n && !remedy; j++ {
 		g.tr(t0+int64(j+1)*d/int64(n+2), k, serial, "FAIL", "FAIL", msg()+fmt.Sprintf(" (run %d)", j+2), 0)
 	}
 	end := t1 + 600
 	switch {
+	case remedy:
+		inc := remedyIncident{k: k, serial: serial, reason: reason, t0: t0, tD: tD, t1: t1, ep: ep, rma: rma}
+		if end = g.remediated(inc); end >= g.pl.end {
+			return end
+		}
 	case admin:
 		// An admin resumes the still-failing node (ending the episode);
 		// the next health check run drains it again: no new episode, the
@@ -523,7 +598,7 @@ func (g *gen) incident(t0 int64, forceSlot int) int64 {
 		tr := t0 + d/2
 		g.drainEv(tr, events.KindResume, reason, "gpuhc-drain:root", ep)
 		g.endEpisode(ep, tr)
-		g.drainPeriod(k, serial, t0, tr)
+		g.drainPeriod(k, serial, tD, tr, t0, 0)
 		g.drainEv(tr+300, events.KindDrain, reason, "healthcheck", 0)
 		if variant%2 == 0 && tr+900 < t1 {
 			// An ERROR blip after the resume: the FAIL that follows is the
@@ -533,7 +608,7 @@ func (g *gen) incident(t0 int64, forceSlot int) int64 {
 		}
 		g.tr(t1, k, serial, "FAIL", "OK", "", 0)
 		g.drainEv(t1+600, events.KindResume, reason, "healthcheck", 0)
-		g.drainPeriod(k, serial, tr+300, t1+600)
+		g.drainPeriod(k, serial, tr+300, t1+600, 0, 0)
 	default:
 		if variant < 17 && t0+d/3+300 < t1 {
 			// could not check for a while: neither ends nor opens
@@ -561,7 +636,7 @@ func (g *gen) incident(t0 int64, forceSlot int) int64 {
 		g.endEpisode(ep, t1)
 		if drained {
 			g.drainEv(t1+600, events.KindResume, reason, "healthcheck", 0)
-			g.drainPeriod(k, serial, t0, t1+600)
+			g.drainPeriod(k, serial, tD, t1+600, t0, 0)
 		}
 	}
 	if r.IntN(30) == 0 {
@@ -595,21 +670,30 @@ func (g *gen) incidents() {
 			forceSlot = g.pl.moveSlotTo
 		}
 	}
+	// Nodes 3 and 4 have a GPU failure escalated to rma two thirds in.
+	rmaAt := int64(math.MaxInt64)
+	if (g.i == 3 || g.i == 4) && p.Nodes > 4 && p.GPUsPerNode > 1 {
+		rmaAt = g.pl.begin[g.i] + (g.pl.end-g.pl.begin[g.i])*2/3
+	}
 	t := g.pl.begin[g.i]
 	for {
 		next := int64(math.MaxInt64)
 		if rate > 0 {
 			next = t + 1 + int64(g.rng.ExpFloat64()/rate)
 		}
-		slot := -1
+		slot, rma := -1, false
 		if len(forced) > 0 && forced[0] <= next {
 			next, slot = max(forced[0], t+1), forceSlot
 			forced = forced[1:]
 		}
+		if rmaAt <= next {
+			next, slot, rma = max(rmaAt, t+1), 1, true
+			rmaAt = math.MaxInt64
+		}
 		if next >= g.pl.end {
 			return
 		}
-		t = g.incident(next, slot) + 1800
+		t = g.incident(next, slot, rma) + 1800
 	}
 }
 

@@ -33,12 +33,19 @@ type expectRow struct {
 	episodes, drains, resumes, repairs, open int
 	repairSecs                               int64
 	nodes                                    map[string]bool
+	// MTTR phases of the repairs
+	detected, remediated         int
+	detectSecs, d2rSecs, r2sSecs int64
 }
 
 type expected struct {
-	fleet                      expectRow
-	node, check, ctype, serial map[string]*expectRow
+	fleet                             expectRow
+	node, check, ctype, serial, model map[string]*expectRow
+	rem                               map[string]*remExpect // "fleet", "action/<a>", "model/<m>"
 }
+
+// remExpect is a remediation row computed from the truth.
+type remExpect struct{ started, finished, failed, cured int }
 
 func get(m map[string]*expectRow, k string) *expectRow {
 	if m[k] == nil {
@@ -80,7 +87,8 @@ func componentType(c string) string {
 }
 
 func expect(tr *fleetgen.Truth, since, until time.Time) *expected {
-	e := &expected{node: map[string]*expectRow{}, check: map[string]*expectRow{}, ctype: map[string]*expectRow{}, serial: map[string]*expectRow{}}
+	e := &expected{node: map[string]*expectRow{}, check: map[string]*expectRow{}, ctype: map[string]*expectRow{},
+		serial: map[string]*expectRow{}, model: map[string]*expectRow{}, rem: map[string]*remExpect{}}
 	cover := map[string]fleetgen.NodeTruth{}
 	for _, n := range tr.Nodes {
 		cover[n.Name] = n
@@ -131,6 +139,7 @@ func expect(tr *fleetgen.Truth, since, until time.Time) *expected {
 				if resumed {
 					r.repairs++
 					r.repairSecs += int64(d.Resume.Sub(d.Drain) / time.Second)
+					addPhases(r, d)
 				} else {
 					r.open++
 				}
@@ -145,7 +154,103 @@ func expect(tr *fleetgen.Truth, since, until time.Time) *expected {
 			r.secs = e.fleet.secs
 		}
 	}
+	expectRemediations(e, tr, since, until)
 	return e
+}
+
+// addPhases adds a repair's MTTR phases to r.
+func addPhases(r *expectRow, d fleetgen.Drain) {
+	secs := func(a, b time.Time) int64 { return int64(b.Sub(a) / time.Second) }
+	if !d.Detect.IsZero() {
+		r.detected++
+		r.detectSecs += secs(d.Detect, d.Drain)
+	}
+	if !d.Remedy.IsZero() {
+		r.remediated++
+		r.d2rSecs += secs(d.Drain, d.Remedy)
+		r.r2sSecs += secs(d.Remedy, d.Resume)
+	}
+}
+
+// expectRemediations counts the remediations started in the window, and
+// sums the serial rows by the model of the GPUs a remediation before
+// Until named.
+func expectRemediations(e *expected, tr *fleetgen.Truth, since, until time.Time) {
+	named := map[string]bool{}
+	for _, x := range tr.Remediations {
+		if until.IsZero() || x.Start.Before(until) {
+			named[x.Serial] = true
+		}
+		if !inWindow(x.Start, since, until) {
+			continue
+		}
+		for _, k := range []string{"fleet", "action/" + x.Action, "model/" + x.Model} {
+			c := e.rem[k]
+			if c == nil {
+				c = &remExpect{}
+				e.rem[k] = c
+			}
+			c.started++
+			switch {
+			case x.End.IsZero() || !inWindow(x.End, since, until):
+			case x.Failed:
+				c.failed++
+			default:
+				c.finished++
+			}
+			if !x.Cured.IsZero() && inWindow(x.Cured, since, until) {
+				c.cured++
+			}
+		}
+	}
+	for s, r := range e.serial {
+		if !named[s] {
+			continue
+		}
+		m := get(e.model, tr.Models[s])
+		m.secs += r.secs
+		m.episodes += r.episodes
+		m.drains += r.drains
+		m.resumes += r.resumes
+		m.repairs += r.repairs
+		m.open += r.open
+		m.repairSecs += r.repairSecs
+		m.detected += r.detected
+		m.remediated += r.remediated
+		m.detectSecs += r.detectSecs
+		m.d2rSecs += r.d2rSecs
+		m.r2sSecs += r.r2sSecs
+	}
+}
+
+func compareRemediations(t *testing.T, got stats.Remediation, want map[string]*remExpect) {
+	t.Helper()
+	rows := map[string]stats.RemediationRow{"fleet": got.Fleet}
+	for _, r := range got.ByAction {
+		rows["action/"+r.Key] = r
+	}
+	for _, r := range got.ByModel {
+		rows["model/"+r.Key] = r
+	}
+	if len(rows) != len(want) {
+		t.Errorf("remediation rows %v, want %d", slices.Sorted(func(y func(string) bool) {
+			for k := range rows {
+				if !y(k) {
+					return
+				}
+			}
+		}), len(want))
+	}
+	for k, w := range want {
+		g := rows[k]
+		ended := w.finished + w.failed
+		ok := g.Started == w.started && g.Finished == w.finished && g.Failed == w.failed && g.Cured == w.cured &&
+			g.Pending == w.started-ended &&
+			near(g.SuccessRate, float64(w.finished)/float64(ended), ended > 0) && near(g.CureRate, float64(w.cured)/float64(ended), ended > 0)
+		if !ok {
+			t.Errorf("remediation %s: got %v, want %+v", k, g.Cells(), *w)
+		}
+	}
 }
 
 func near(got *float64, want float64, defined bool) bool {
@@ -161,7 +266,11 @@ func compareRow(t *testing.T, what string, got stats.Row, want *expectRow) {
 	ok := got.Episodes == want.episodes && got.Drains == want.drains && got.Resumes == want.resumes &&
 		got.Repairs == want.repairs && got.Open == want.open && near(&got.Hours, hours, true) &&
 		near(got.MTTF, hours/float64(want.episodes), want.episodes > 0 && want.secs > 0) &&
-		near(got.MTTR, float64(want.repairSecs)/3600/float64(want.repairs), want.repairs > 0)
+		near(got.MTTR, float64(want.repairSecs)/3600/float64(want.repairs), want.repairs > 0) &&
+		got.Detected == want.detected && got.Remediated == want.remediated &&
+		near(got.DetectToDrain, float64(want.detectSecs)/3600/float64(want.detected), want.detected > 0) &&
+		near(got.DrainToRemediation, float64(want.d2rSecs)/3600/float64(want.remediated), want.remediated > 0) &&
+		near(got.RemediationToService, float64(want.r2sSecs)/3600/float64(want.remediated), want.remediated > 0)
 	if ok && len(want.nodes) > 0 {
 		ok = slices.Equal(got.Nodes, slices.Sorted(func(y func(string) bool) {
 			for n := range want.nodes {
@@ -239,6 +348,7 @@ func TestFleetMTTFMatchesGroundTruth(t *testing.T) {
 	if tr.Spanning == 0 || tr.TornLines == 0 || tr.Moved.Serial == "" || tr.Quiet == "" || len(tr.Lemons) != 2 {
 		t.Fatalf("fleet lacks a case: spanning %d torn %d moved %+v quiet %q lemons %v", tr.Spanning, tr.TornLines, tr.Moved, tr.Quiet, tr.Lemons)
 	}
+	checkRemediationCases(t, tr)
 	var evs []events.Event
 	var warns []string
 	tot, err := events.ScanTotals(context.Background(), []string{dir}, nil, func(w string) { warns = append(warns, w) }, func(e events.Event) error {
@@ -287,6 +397,8 @@ func TestFleetMTTFMatchesGroundTruth(t *testing.T) {
 				compareRows(t, "check", rep.ByCheck, want.check)
 				compareRows(t, "component type", rep.ByComponentType, want.ctype)
 				compareRows(t, "serial", rep.BySerial, want.serial)
+				compareRows(t, "model", rep.ByModel, want.model)
+				compareRemediations(t, rep.Remediation, want.rem)
 
 				minE := cmp.Or(lemonMin, stats.DefaultLemonMin)
 				wantL := expectLemons(want, minE)
@@ -302,6 +414,9 @@ func TestFleetMTTFMatchesGroundTruth(t *testing.T) {
 				}
 				if w == windows[0] && lemonMin == 0 {
 					checkFleetCases(t, tr, rep, want)
+					if len(want.model) == 0 || want.fleet.remediated == 0 || want.rem["fleet"].cured == 0 {
+						t.Errorf("no remediation in the whole log: %+v %+v", want.fleet, want.rem["fleet"])
+					}
 				}
 				if w == windows[1] && (rep.Fleet.Open == 0 || want.fleet.open == 0) {
 					t.Errorf("window 1 has no open drain: %+v", rep.Fleet)
@@ -415,5 +530,36 @@ func TestFleetReadTwiceCountsOnce(t *testing.T) {
 	got.Events, got.Duplicates = want.Events, want.Duplicates
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("read twice:\n got fleet %s\nwant fleet %s", show(got.Fleet), show(want.Fleet))
+	}
+}
+
+// checkRemediationCases: the fleet has cured, failed and uncured
+// remediations of both actions, an rma in force and one resumed.
+func checkRemediationCases(t *testing.T, tr *fleetgen.Truth) {
+	t.Helper()
+	var cured, failed, uncured int
+	actions := map[string]bool{}
+	for _, x := range tr.Remediations {
+		actions[x.Action] = true
+		switch {
+		case !x.Cured.IsZero():
+			cured++
+		case x.Failed:
+			failed++
+		case !x.End.IsZero():
+			uncured++
+		}
+	}
+	var inForce, resumed int
+	for _, r := range tr.RMAs {
+		if r.Resumed.IsZero() {
+			inForce++
+		} else {
+			resumed++
+		}
+	}
+	if cured == 0 || failed == 0 || uncured == 0 || len(actions) != 2 || inForce != 1 || resumed != 1 {
+		t.Fatalf("fleet lacks a remediation case: cured %d failed %d uncured %d actions %v rma %d in force, %d resumed",
+			cured, failed, uncured, actions, inForce, resumed)
 	}
 }

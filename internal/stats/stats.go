@@ -94,6 +94,54 @@
 // reason that does not name a check counts for the node and the fleet
 // only.
 //
+// A remediation's or an rma's reason ("gpuhc: reset-gpu: gpu3 (SN …):
+// gpu.xid: …", docs/remediation.md) is attributed to the check it names
+// after the part; a failed remediation's ("gpuhc: remediation-failed: …")
+// names no check. Both usually come as re-drains of an open period.
+//
+// # MTTR phases
+//
+// Each repair (a drain period that began in the window and a resume ended
+// before Until) splits into phases, each a mean over the repairs that
+// have it:
+//
+//   - detection→drain (Detected, DetectToDrain): from the FAIL transition
+//     that opened the episode of the drain's check and component to the
+//     drain. Only when that episode was still open at the drain; a
+//     re-drain after a resume (the episode closed by it) and a drain whose
+//     reason names no check have none.
+//   - drain→remediation (Remediated, DrainToRemediation): from the drain
+//     to the first remediation-started event of the node during the
+//     period (of any part; with a Check filter, of a matching check).
+//   - remediation→back in service (RemediationToService): from that
+//     remediation-started to the resume ending the period.
+//
+// For a remediated repair drain→remediation plus remediation→back in
+// service is its drain→resume time; MTTR stays the mean drain→resume time
+// of all repairs, remediated or not.
+//
+// # Remediations
+//
+// A remediation is a remediation-started event in the window (one that
+// started before Since is not counted, nor its end). Its end is the first
+// remediation-finished or remediation-failed event after it of the same
+// node, action, check and component that ends no earlier remediation;
+// ends without a start are ignored. Pending are those with no end before
+// Until. A finished remediation is cured when the node's next resume
+// comes before Until and, between the finished event and that resume,
+// the node logs no FAIL transition of the same check and component (with
+// the same serial, where both name one), no rma event and no new
+// remediation-started of that part. SuccessRate is finished/(finished +
+// failed), CureRate cured/(finished + failed). Rows are by action, by the
+// model the started event names (UnknownModel when none) and fleet-wide.
+//
+// # Models
+//
+// A GPU serial's model is the one named by the latest event (before
+// Until, of any node) carrying both a serial and a model: remediation and
+// rma events. ByModel sums the BySerial rows of the serials whose model
+// is known: hours, episodes, drains, MTTR and its phases.
+//
 // # Filters and lemons
 //
 // Options.Node and Options.Check select nodes and checks by name or shell
@@ -117,6 +165,7 @@ import (
 	"time"
 
 	"github.com/gpuhc/gpuhc/internal/events"
+	"github.com/gpuhc/gpuhc/internal/lazyre"
 	"github.com/gpuhc/gpuhc/internal/policy"
 )
 
@@ -147,6 +196,18 @@ type Row struct {
 	Repairs int      `json:"repairs"`
 	// MTTR is the mean drain→resume time of the repairs; nil with none.
 	MTTR *float64 `json:"mttr_hours"`
+	// Phases of the repairs (see "MTTR phases"). Detected repairs are
+	// those whose drain came while an episode of its check and component
+	// was open; DetectToDrain is their mean first-FAIL→drain time.
+	// Remediated repairs are those with a remediation started during the
+	// drain; DrainToRemediation and RemediationToService are their mean
+	// drain→remediation-started and remediation-started→resume times.
+	// Each is nil when no repair has it.
+	Detected             int      `json:"detected"`
+	DetectToDrain        *float64 `json:"detect_to_drain_hours"`
+	Remediated           int      `json:"remediated"`
+	DrainToRemediation   *float64 `json:"drain_to_remediation_hours"`
+	RemediationToService *float64 `json:"remediation_to_service_hours"`
 	// Open drains: not resumed by the end of the window.
 	Open int `json:"open"`
 	// Nodes a GPU was seen in (BySerial and GPU lemons only), by name.
@@ -182,15 +243,20 @@ type Filter struct {
 
 // Report is the statistics for one window. Breakdowns are sorted by key.
 type Report struct {
-	Window          Window  `json:"window"`
-	Filter          Filter  `json:"filter"`
-	LemonMin        int     `json:"lemon_min"`
-	Fleet           Row     `json:"fleet"`
-	ByNode          []Row   `json:"by_node"`
-	ByCheck         []Row   `json:"by_check"`
-	BySerial        []Row   `json:"by_serial"`
-	ByComponentType []Row   `json:"by_component_type"`
-	Lemons          []Lemon `json:"lemons"`
+	Window          Window `json:"window"`
+	Filter          Filter `json:"filter"`
+	LemonMin        int    `json:"lemon_min"`
+	Fleet           Row    `json:"fleet"`
+	ByNode          []Row  `json:"by_node"`
+	ByCheck         []Row  `json:"by_check"`
+	BySerial        []Row  `json:"by_serial"`
+	ByComponentType []Row  `json:"by_component_type"`
+	// ByModel sums the BySerial rows of the GPUs whose model an event
+	// named (see "Models").
+	ByModel []Row   `json:"by_model"`
+	Lemons  []Lemon `json:"lemons"`
+	// Remediation is the remediations' success (see "Remediations").
+	Remediation Remediation `json:"remediation"`
 	// Events is the number of events added that the report considered;
 	// Skipped, those that could not be used (a heartbeat with hours not
 	// above 0, a transition without check); Duplicates, those of Events
@@ -226,9 +292,13 @@ const (
 )
 
 // record kinds, in their order at equal times: what a health check run
-// logs comes in this order.
+// logs comes in this order (a remediation is carried out before the
+// run's checks).
 const (
-	recTransition uint8 = iota
+	recRemStart uint8 = iota
+	recRemEnd
+	recTransition
+	recRMA
 	recDrain
 	recResume
 )
@@ -268,9 +338,13 @@ type rec struct {
 	t                int64 // µs since the epoch
 	kind             uint8
 	status, previous uint8
-	// transitions: the event's check, component and serial; drains and
-	// resumes: the check and component named in the reason.
+	// transitions, remediations and rma: the event's check, component
+	// and serial; drains and resumes: the check and component named in
+	// the reason.
 	check, comp, serial string
+	// remediations: the action and the GPU model; a remediation's end has
+	// status stOK (finished) or stFail (failed).
+	action, model string
 }
 
 // beat is a heartbeat kept for the report, its time and hours in µs: 16
@@ -318,6 +392,14 @@ type Accumulator struct {
 	from, to     int64
 	events       int
 	skipped      int
+	// models is the GPU model each serial was last named with.
+	models map[string]seenModel
+}
+
+// seenModel is a serial's model and when an event named it.
+type seenModel struct {
+	t     int64
+	model string
 }
 
 // New returns an empty Accumulator.
@@ -328,7 +410,7 @@ func New(opts Options) *Accumulator {
 	a := &Accumulator{
 		opts: opts, since: math.MinInt64, until: math.MaxInt64,
 		nodes: map[string]*node{}, strs: map[string]string{},
-		from: math.MaxInt64, to: math.MinInt64,
+		from: math.MaxInt64, to: math.MinInt64, models: map[string]seenModel{},
 	}
 	if !opts.Since.IsZero() {
 		a.since = opts.Since.UnixMicro()
@@ -349,10 +431,34 @@ func (a *Accumulator) KeepsDrain(ev events.Event) bool {
 		return false
 	}
 	if ev.Kind == events.KindDrain {
-		check, _, _, _ := policy.ParseReason(ev.Message)
+		check, _ := ReasonCheck(ev.Message)
 		return match(a.opts.Check, check)
 	}
 	return true
+}
+
+// Remediation actions whose reasons name the check after the part:
+// "gpuhc: reset-gpu: gpu3 (SN …): gpu.xid: …" (docs/remediation.md).
+var actionReasons = map[string]bool{"reset-gpu": true, "reboot": true, "rma": true}
+
+// checkName is policy's shape of a check's name.
+var checkName = lazyre.New(`^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$`)
+
+// ReasonCheck is the check and component a drain or resume reason names
+// (policy.ParseReason), reading a remediation's or an rma's reason as the
+// check it is about, and a failed remediation's as naming none.
+func ReasonCheck(reason string) (check, comp string) {
+	check, comp, msg, _ := policy.ParseReason(reason)
+	switch {
+	case actionReasons[check]:
+		if c, _, ok := strings.Cut(msg, ": "); ok && checkName.MatchString(c) {
+			return c, comp
+		}
+		return "", ""
+	case check == "remediation-failed":
+		return "", ""
+	}
+	return check, comp
 }
 
 func match(pattern, name string) bool {
@@ -393,18 +499,21 @@ func (a *Accumulator) observe(lo, hi int64) {
 	a.to = max(a.to, hi)
 }
 
-// Add takes one event. Kinds other than heartbeat, transition, drain and
-// resume are ignored.
+// Add takes one event. Kinds other than heartbeat, transition, drain,
+// resume, remediation and rma are ignored.
 func (a *Accumulator) Add(ev events.Event) {
 	if ev.Node == "" || ev.Time.IsZero() {
 		a.skipped++
 		return
 	}
+	t := ev.Time.UnixMicro()
+	if ev.Serial != "" && ev.Model != "" && t < a.until {
+		a.learnModel(t, ev.Serial, ev.Model)
+	}
 	n := a.node(ev.Node)
 	if n.skip {
 		return
 	}
-	t := ev.Time.UnixMicro()
 	switch ev.Kind {
 	case events.KindHeartbeat:
 		a.heartbeat(n, t, ev)
@@ -425,11 +534,13 @@ func (a *Accumulator) Add(ev events.Event) {
 		if t >= a.since {
 			a.observe(t, t)
 		}
+	case events.KindRemediationStarted, events.KindRemediationFinished, events.KindRemediationFailed, events.KindRMA:
+		a.remediation(n, t, ev)
 	case events.KindDrain, events.KindResume:
 		if !a.KeepsDrain(ev) {
 			return
 		}
-		check, comp, _, _ := policy.ParseReason(ev.Message)
+		check, comp := ReasonCheck(ev.Message)
 		kind := recDrain
 		if ev.Kind == events.KindResume {
 			kind = recResume
@@ -508,263 +619,6 @@ func ComponentType(component string) string {
 	return c[:end]
 }
 
-// tally is a row being counted.
-type tally struct {
-	hours                              int64
-	episodes, drains, resumes, repairs int
-	open                               int
-	repairUS                           int64
-	nodes                              []string
-}
-
-func (t *tally) row(key string) Row {
-	r := Row{Key: key, Hours: float64(t.hours) / usPerHour, Episodes: t.episodes, Drains: t.drains,
-		Resumes: t.resumes, Repairs: t.repairs, Open: t.open}
-	if t.episodes > 0 && t.hours > 0 {
-		v := float64(t.hours) / (usPerHour * float64(t.episodes))
-		r.MTTF = &v
-	}
-	if t.repairs > 0 {
-		v := float64(t.repairUS) / (usPerHour * float64(t.repairs))
-		r.MTTR = &v
-	}
-	if len(t.nodes) > 0 {
-		r.Nodes = slices.Sorted(slices.Values(t.nodes))
-	}
-	return r
-}
-
-func (t *tally) used() bool {
-	return t.hours > 0 || t.episodes > 0 || t.drains > 0 || t.resumes > 0
-}
-
-type tallies map[string]*tally
-
-func (m tallies) get(key string) *tally {
-	t := m[key]
-	if t == nil {
-		t = &tally{}
-		m[key] = t
-	}
-	return t
-}
-
-func (m tallies) rows(keep func(*tally) bool) []Row {
-	out := []Row{}
-	for _, k := range slices.Sorted(mapKeys(m)) {
-		if keep(m[k]) {
-			out = append(out, m[k].row(k))
-		}
-	}
-	return out
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
-// drainPeriod is an open drain while walking a node's records.
-type drainPeriod struct {
-	t                   int64
-	check, comp, serial string
-	inWindow            bool
-}
-
-// targets are the tallies an occurrence counts in besides the node's and
-// the fleet's.
-type targets struct{ check, ctype, serial *tally }
-
-func compare(x, y rec) int {
-	return cmp.Or(cmp.Compare(x.t, y.t), cmp.Compare(x.kind, y.kind), strings.Compare(x.check, y.check),
-		strings.Compare(x.comp, y.comp), cmp.Compare(x.status, y.status), cmp.Compare(x.previous, y.previous),
-		strings.Compare(x.serial, y.serial))
-}
-
-// Report computes the statistics of the events added so far.
-func (a *Accumulator) Report() Report {
-	rep := Report{LemonMin: a.opts.LemonMin, Filter: Filter{Node: a.opts.Node, Check: a.opts.Check}, Events: a.events, Skipped: a.skipped}
-	if !a.opts.Since.IsZero() {
-		v := time.UnixMicro(a.since).UTC()
-		rep.Window.Since = &v
-	}
-	if !a.opts.Until.IsZero() {
-		v := time.UnixMicro(a.until).UTC()
-		rep.Window.Until = &v
-	}
-	if a.from <= a.to {
-		f, t := time.UnixMicro(a.from).UTC(), time.UnixMicro(a.to).UTC()
-		rep.Window.From, rep.Window.To = &f, &t
-	}
-
-	fleet := &tally{}
-	byNode, byCheck, byType, bySerial := tallies{}, tallies{}, tallies{}, tallies{}
-	// attribution of a (check, component, serial) to its tallies
-	attr := func(check, comp, serial string) targets {
-		var tg targets
-		if check != "" {
-			tg.check = byCheck.get(check)
-			tg.ctype = byType.get(ComponentType(comp))
-		}
-		if serial != "" {
-			tg.serial = bySerial.get(serial)
-		}
-		return tg
-	}
-	each := func(nt *tally, tg targets, f func(*tally)) {
-		f(fleet)
-		f(nt)
-		for _, t := range []*tally{tg.check, tg.ctype, tg.serial} {
-			if t != nil {
-				f(t)
-			}
-		}
-	}
-	type key struct{ check, comp string }
-	// what is known of a key: absent from the map, nothing
-	const (
-		healthy uint8 = iota + 1
-		failing
-	)
-	known := map[key]uint8{}
-	lastSerial := map[key]string{}
-	var (
-		setHours   []int64
-		scratch    []setBeat
-		duplicates int
-	)
-	for _, name := range slices.Sorted(mapKeys(a.nodes)) {
-		n := a.nodes[name]
-		if n.skip {
-			continue
-		}
-		nt := byNode.get(name)
-		// hours, per node and per serial list, each heartbeat once
-		var dups int
-		scratch, dups = n.uniqueBeats(scratch[:0])
-		duplicates += dups
-		setHours = append(setHours[:0], make([]int64, len(n.beats))...)
-		for _, h := range scratch {
-			lo, hi := max(h.t-h.us, a.since), min(h.t, a.until)
-			if hi > lo {
-				nt.hours += hi - lo
-				setHours[h.set] += hi - lo
-			}
-		}
-		fleet.hours += nt.hours
-		for i, b := range n.beats {
-			if setHours[i] == 0 {
-				continue
-			}
-			for j, s := range b.serials {
-				if s == "" || slices.Contains(b.serials[:j], s) {
-					continue
-				}
-				st := bySerial.get(s)
-				st.hours += setHours[i]
-				if !slices.Contains(st.nodes, name) {
-					st.nodes = append(st.nodes, name)
-				}
-			}
-		}
-		// records in order, each once
-		slices.SortFunc(n.recs, compare)
-		clear(known)
-		clear(lastSerial)
-		var drain *drainPeriod
-		for i, r := range n.recs {
-			if i > 0 && compare(n.recs[i-1], r) == 0 {
-				duplicates++
-				continue
-			}
-			in := r.t >= a.since
-			k := key{r.check, r.comp}
-			switch r.kind {
-			case recTransition:
-				if r.serial != "" {
-					lastSerial[k] = r.serial
-				}
-				// What the health check knew just before.
-				switch r.previous {
-				case stOK, stWarn, stSkip:
-					known[k] = healthy
-				case stFail:
-					known[k] = failing
-				case stNone:
-					delete(known, k) // first seen: no record of it
-				}
-				switch r.status {
-				case stFail:
-					if known[k] != failing {
-						known[k] = failing
-						if in {
-							each(nt, attr(r.check, r.comp, r.serial), func(t *tally) { t.episodes++ })
-							if r.serial != "" && !slices.Contains(bySerial.get(r.serial).nodes, name) {
-								bySerial.get(r.serial).nodes = append(bySerial.get(r.serial).nodes, name)
-							}
-						}
-					}
-				case stOK, stWarn, stSkip:
-					known[k] = healthy
-				}
-			case recDrain:
-				if drain != nil {
-					continue // a re-drain: same period
-				}
-				drain = &drainPeriod{t: r.t, check: r.check, comp: r.comp, serial: lastSerial[k], inWindow: in}
-				if in {
-					each(nt, attr(drain.check, drain.comp, drain.serial), func(t *tally) { t.drains++ })
-				}
-			case recResume:
-				// A resume closes the node's open episodes; a component
-				// still failing stays failing (known is unchanged), so that
-				// seeing it fail again opens no new episode.
-				count := in && match(a.opts.Check, drain.checkOr(r.check))
-				repaired := drain != nil && drain.inWindow
-				if count || repaired {
-					var tg targets
-					if drain != nil {
-						tg = attr(drain.check, drain.comp, drain.serial)
-					} else {
-						tg = attr(r.check, r.comp, "")
-					}
-					if count {
-						each(nt, tg, func(t *tally) { t.resumes++ })
-					}
-					if repaired {
-						d := r.t - drain.t
-						each(nt, tg, func(t *tally) { t.repairs++; t.repairUS += d })
-					}
-				}
-				drain = nil
-			}
-		}
-		if drain != nil && drain.inWindow {
-			each(nt, attr(drain.check, drain.comp, drain.serial), func(t *tally) { t.open++ })
-		}
-	}
-	for _, t := range byCheck {
-		t.hours = fleet.hours
-	}
-	for _, t := range byType {
-		t.hours = fleet.hours
-	}
-	rep.Fleet = fleet.row("fleet")
-	rep.ByNode = byNode.rows((*tally).used)
-	all := func(*tally) bool { return true }
-	rep.ByCheck = byCheck.rows(all)
-	rep.ByComponentType = byType.rows(all)
-	rep.BySerial = bySerial.rows((*tally).used)
-	rep.Lemons = lemons(rep, a.opts.LemonMin)
-	rep.Duplicates = duplicates
-	return rep
-}
-
 // setBeat is a heartbeat with the index of its serial list in node.beats.
 type setBeat struct {
 	beat
@@ -809,15 +663,6 @@ func (n *node) uniqueBeats(out []setBeat) ([]setBeat, int) {
 		kept = append(kept, h)
 	}
 	return kept, len(out) - len(kept)
-}
-
-// checkOr is the check a resume is counted under: its drain period's, or
-// its own reason's.
-func (d *drainPeriod) checkOr(own string) string {
-	if d != nil {
-		return d.check
-	}
-	return own
 }
 
 func lemons(rep Report, minEpisodes int) []Lemon {

@@ -169,7 +169,8 @@ func TestWindowClipsHoursAndCountsWhatOpensInside(t *testing.T) {
 	// the whole log
 	rep = report(Options{}, evs)
 	n1 = find(t, rep.ByNode, "n1")
-	want = Row{Key: "n1", Hours: 72, Episodes: 3, MTTF: f(24), Drains: 2, Resumes: 2, Repairs: 2, MTTR: f(28), Open: 0}
+	want = Row{Key: "n1", Hours: 72, Episodes: 3, MTTF: f(24), Drains: 2, Resumes: 2, Repairs: 2, MTTR: f(28), Open: 0,
+		Detected: 2, DetectToDrain: f(0)}
 	if !reflect.DeepEqual(n1, want) {
 		t.Fatalf("n1\n got %+v\nwant %+v", n1, want)
 	}
@@ -235,7 +236,8 @@ func TestFilters(t *testing.T) {
 		t.Fatalf("node filter: %+v %+v", rep.Fleet, rep.ByNode)
 	}
 	rep = report(Options{Check: "host.*"}, evs)
-	want := Row{Key: "fleet", Hours: 72, Episodes: 2, MTTF: f(36), Drains: 1, Resumes: 1, Repairs: 1, MTTR: f(1)}
+	want := Row{Key: "fleet", Hours: 72, Episodes: 2, MTTF: f(36), Drains: 1, Resumes: 1, Repairs: 1, MTTR: f(1),
+		Detected: 1, DetectToDrain: f(0)}
 	if !reflect.DeepEqual(rep.Fleet, want) || len(rep.ByCheck) != 1 {
 		t.Fatalf("check filter:\n got %+v\nwant %+v\n%+v", rep.Fleet, want, rep.ByCheck)
 	}
