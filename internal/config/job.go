@@ -49,6 +49,11 @@ type Epilog struct {
 	// with our reason): 1 makes slurmd drain the node as well ("Epilog
 	// error", which does not replace our reason) should our drain fail.
 	FailExit int `toml:"fail_exit"`
+	// AdminComment makes the epilog also write a one-line summary to the
+	// job's AdminComment (scontrol update JobId=N AdminComment=...), last
+	// and within a few seconds; a refusal is logged and changes nothing.
+	// Slurm 22.05, 24.11 and 26.05 refuse it: the job is completing.
+	AdminComment bool `toml:"admin_comment"`
 }
 
 // Leftover modes.

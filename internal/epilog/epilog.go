@@ -6,7 +6,9 @@
 //   - handles GPU processes the job left behind, and GPU memory it did
 //     not give back (job.leftover: report, kill or drain);
 //   - runs its checks ([epilog] checks), and applies drain-after-job
-//     actions now that the job is over.
+//     actions now that the job is over;
+//   - with [epilog] admin_comment, writes a one-line summary (Summary)
+//     to the job's AdminComment, last and within a few seconds.
 //
 // On a FAIL it drains the node with our reason first, then exits
 // [epilog] fail_exit.
@@ -87,8 +89,11 @@ func (p Program) run(r *jobrun.Run, budget time.Duration) int {
 
 	evs := append([]events.Event{}, out.Run.Events...)
 	evs = append(evs, leftoverEvents(results)...)
-	evs = append(evs, p.attribute(r, budget)...)
+	attributed := p.attribute(r, budget)
+	evs = append(evs, attributed...)
 	r.Append(append(evs, r.Summary(events.KindEpilog, "", results, out))...)
+	// Last, bounded, and whatever it does the exit status stays.
+	adminComment(r, budget, Summary(attributed, out.Worthy, out.Run.Outcome.Kind))
 
 	fail := out.FailExit(cfg.Policy.DryRun)
 	switch {

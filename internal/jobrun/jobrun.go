@@ -91,6 +91,7 @@ type Run struct {
 	Start    time.Time
 
 	lock    *lock.Lock
+	ctl     slurm.Controller // built by controller, then kept
 	closer  io.Closer
 	wd      *time.Timer
 	failing atomic.Bool

@@ -157,12 +157,27 @@ func (r *Run) Apply(results []check.Result, afterJob bool, budget time.Duration)
 }
 
 func (r *Run) controller() (slurm.Controller, error) {
-	if r.P.Controller != nil {
-		return r.P.Controller(r.Cfg.Slurm, r.Log)
+	if r.ctl != nil {
+		return r.ctl, nil
 	}
-	return slurm.New(r.Cfg.Slurm, slurm.WithLogger(r.Log),
-		slurm.WithVersionCache(slurm.VersionCacheFile(r.Cfg.StateDir), r.Cfg.Policy.DryRun))
+	var ctl slurm.Controller
+	var err error
+	if r.P.Controller != nil {
+		ctl, err = r.P.Controller(r.Cfg.Slurm, r.Log)
+	} else {
+		ctl, err = slurm.New(r.Cfg.Slurm, slurm.WithLogger(r.Log),
+			slurm.WithVersionCache(slurm.VersionCacheFile(r.Cfg.StateDir), r.Cfg.Policy.DryRun))
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.ctl = ctl
+	return ctl, nil
 }
+
+// Controller is the run's node control, the one Apply used (so a
+// slurmrestd found down there is not tried again), built on first use.
+func (r *Run) Controller() (slurm.Controller, error) { return r.controller() }
 
 // Append writes events to the event log, each stamped with the run's
 // node, job, program and boot id where it has none; nothing in a dry

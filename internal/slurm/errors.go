@@ -94,8 +94,8 @@ func (e *APIError) Error() string {
 	return b.String()
 }
 
-// Unwrap lets callers test errors.Is(err, ErrUnauthorized) and
-// errors.Is(err, ErrNodeNotFound).
+// Unwrap lets callers test errors.Is(err, ErrUnauthorized),
+// errors.Is(err, ErrNodeNotFound), ErrJobFinished and ErrJobNotFound.
 func (e *APIError) Unwrap() []error {
 	var errs []error
 	if e.unauthorized() {
@@ -103,6 +103,12 @@ func (e *APIError) Unwrap() []error {
 	}
 	if e.notFound || e.hasErrno(errnoInvalidNodeName) {
 		errs = append(errs, ErrNodeNotFound)
+	}
+	if e.hasErrno(errnoJobFinished) {
+		errs = append(errs, ErrJobFinished)
+	}
+	if e.hasErrno(errnoInvalidJobID) {
+		errs = append(errs, ErrJobNotFound)
 	}
 	return errs
 }

@@ -24,7 +24,7 @@ func (c *Client) with(ctx context.Context, what string, op func(Controller) erro
 	if err == nil {
 		return nil
 	}
-	if ctx.Err() != nil || errors.Is(err, ErrNodeNotFound) {
+	if ctx.Err() != nil || definite(err) {
 		// No time left for scontrol, or a definite answer it would repeat.
 		return err
 	}
@@ -34,6 +34,11 @@ func (c *Client) with(ctx context.Context, what string, op func(Controller) erro
 		return fmt.Errorf("%w (after slurmrestd failed: %v)", scErr, err)
 	}
 	return nil
+}
+
+// definite: slurmctld's own answer, which scontrol would only repeat.
+func definite(err error) bool {
+	return errors.Is(err, ErrNodeNotFound) || errors.Is(err, ErrJobFinished) || errors.Is(err, ErrJobNotFound)
 }
 
 // tryREST makes sure REST can change nodes (auto must not read through a

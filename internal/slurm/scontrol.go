@@ -166,7 +166,7 @@ func (s *Scontrol) runError(ctx context.Context, args []string, err error, stdou
 	if said != "" {
 		msg += ": " + said
 	}
-	return &ScontrolError{msg: msg, Output: said, err: err, notFound: notFoundText(said)}
+	return &ScontrolError{msg: msg, Output: said, err: err, notFound: notFoundText(said), job: jobText(said)}
 }
 
 // notFoundText recognises scontrol's "no such node" answers: "Node X not
@@ -184,16 +184,22 @@ type ScontrolError struct {
 	Output   string
 	err      error
 	notFound bool
+	job      error // ErrJobFinished, ErrJobNotFound or nil
 }
 
 func (e *ScontrolError) Error() string { return e.msg }
 
-// Unwrap exposes the exec error and ErrNodeNotFound where it applies.
+// Unwrap exposes the exec error, and ErrNodeNotFound, ErrJobFinished or
+// ErrJobNotFound where they apply.
 func (e *ScontrolError) Unwrap() []error {
+	errs := []error{e.err}
 	if e.notFound {
-		return []error{e.err, ErrNodeNotFound}
+		errs = append(errs, ErrNodeNotFound)
 	}
-	return []error{e.err}
+	if e.job != nil {
+		errs = append(errs, e.job)
+	}
+	return errs
 }
 
 // ExitCode is scontrol's exit status, or -1 when it did not exit normally.

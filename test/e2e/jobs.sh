@@ -27,6 +27,14 @@
 #      our reason, which "Epilog error" does not replace; and a process a
 #      job leaves behind (its pid passed as gpu2:leftover=PID, looked up
 #      in the real /proc) drains gpu004 with [epilog] leftover = "drain".
+#  (4) [epilog] admin_comment on every bed: slurmd runs the Epilog while
+#      the job is COMPLETING, and slurmctld refuses every job update then
+#      ("Job has already finished", error 2084) on 22.05 (scontrol),
+#      24.11 and 26.05 (REST; no scontrol fallback for that answer). So
+#      the scenario asserts what happens where Slurm does not allow it:
+#      the epilog says so, exits as it would have, and `scontrol show job`
+#      shows no AdminComment. A bed listed in JOBS_AC_ALLOWED would have
+#      to show the summary there instead.
 #  (5) an XID injected while a job runs (the epilog's --inject is written
 #      after the job started) is attributed to that job id in the event
 #      log (kind job-xid), and the job's record is removed.
@@ -214,6 +222,7 @@ full_partitions = ["acceptance"]
 
 [epilog]
 leftover = "drain"
+admin_comment = true
 
 # No CUDA in the test beds: the full prolog's bandwidth check measures
 # nothing (it is the mode that is tested here).
@@ -301,6 +310,7 @@ jobs_healthy() {
 		jobs_event_has "$bed" "$node" '.kind == "epilog" and (.job_id | test("^[0-9]+$")) and .status == "OK"'
 	expect "$l: no drain, no transition in the event log" \
 		eval "! jq -e -s '[.[] | select(.kind != \"prolog\" and .kind != \"epilog\")] | length > 0' '$f' >/dev/null"
+	jobs_comment "$bed" "$node" "${l% (1)}"
 	if [[ $bed != 22 ]]; then
 		# Made here, not in slurm.conf: testbed.sh's up_bed counts one
 		# sinfo line per node.
@@ -327,6 +337,45 @@ jobs_scenario22() {
 	jobs_healthy 22 "$node" "22.05 (1)" "$before"
 	down22 quiet
 	say "jobs: 22.05 done in $((SECONDS - t0))s"
+}
+
+# ------------------------------------------------------------ scenario (4)
+
+# Beds whose slurmctld lets the Epilog set AdminComment: none of 22.05,
+# 24.11 and 26.05 (verified; docs/slurm.md).
+JOBS_AC_ALLOWED=${GPUHC_E2E_AC_ALLOWED:-}
+
+# jobs_admin_comment BED NODE LABEL JOB SUMMARY VIA: job JOB's epilog on
+# NODE tried to set SUMMARY as its AdminComment through VIA ("scontrol",
+# "rest v0.0.42"): set where the bed allows it, else refused and said.
+jobs_admin_comment() {
+	local bed=$1 node=$2 l=$3 j=$4 sum=$5 via=$6 log ac
+	log="$(jobs_dir "$bed")/out/epilog.$node.log"
+	ac=$(jobs_job "$bed" "$j" AdminComment)
+	if [[ " $JOBS_AC_ALLOWED " == *" $bed "* ]]; then
+		WHY="AdminComment='$ac'"
+		expect "$l: job $j's AdminComment is the epilog's summary '$sum' (scontrol show job)" [ "$ac" = "$sum" ]
+		return 0
+	fi
+	WHY="$(grep "^job $j: AdminComment" "$log" 2>&1 | cut -c1-400)" || true
+	expect "$l: job $j's epilog tried '$sum' via $via and Slurm refused it: Job has already finished (job completing)" \
+		grep -qF "job $j: AdminComment not set: Slurm refuses to update a completing job: job $j AdminComment via $via: " "$log"
+	expect "$l: ... the refusal named Slurm's words" eval "grep '^job $j: AdminComment not set' '$log' | grep -q 'Job has already finished'"
+	WHY="scontrol was tried after REST"
+	expect "$l: ... and no scontrol fallback for slurmctld's definite answer" eval "! grep -q '^job $j: AdminComment not set.*after slurmrestd failed' '$log'"
+	WHY="AdminComment='$ac'"
+	expect "$l: scontrol show job $j: no AdminComment (Slurm does not allow it from the Epilog)" [ -z "$ac" ]
+}
+
+# jobs_comment BED NODE LABEL: a healthy job's epilog and its summary.
+jobs_comment() {
+	local bed=$1 node=$2 l="$3 (4)" j via=scontrol
+	[[ $bed != 22 ]] && { bed "$bed"; case $bed in 24) via="rest v0.0.42" ;; 26) via="rest v0.0.45" ;; esac; }
+	j=$(jobs_sbatch "$bed" -w "$node" --wrap=true) || true
+	expect "$l: job ${j:-?} on $node completes" jobs_wait "$JOBS_WAIT" jobs_job_is "$bed" "${j:-none}" COMPLETED
+	expect "$l: its epilog exited 0" jobs_wait 10 grep -q "^=== epilog job $j exit 0" "$(jobs_dir "$bed")/out/epilog.$node.log"
+	jobs_admin_comment "$bed" "$node" "$l" "$j" "gpuhc: no hardware fault seen" "$via"
+	say "$l: $(grep "^job $j: AdminComment" "$(jobs_dir "$bed")/out/epilog.$node.log" | cut -c1-300)"
 }
 
 # ------------------------------------------------------------ scenario (2)
@@ -400,6 +449,7 @@ jobs_epilog_fault() {
 		jobs_event_has "$JB" gpu002 ".kind == \"job-memory\" and .job_id == \"$j\" and .component == \"gpu2\" and (.message | startswith(\"volatile DBE 0 -> 1 during job $j\"))"
 	expect "$l: gpu002's event log: the drain by the epilog with job id $j" \
 		jobs_event_has "$JB" gpu002 ".kind == \"drain\" and .by == \"epilog\" and .job_id == \"$j\""
+	jobs_admin_comment "$JB" gpu002 "$l" "$j" "gpuhc: gpu2 (SN 1654922000002) volatile DBE 0 -> 1 [simulated]; node drained" "rest $BREST_AC"
 	expect "$l: gpuhc-drain job $j: the DBE coincided with the job's end" \
 		jobs_job_verdict "$JB" "$j" gpu002 '.fault_at_end and (.verdict | startswith("YES")) and [.nodes[].node] == ["gpu002"] and any(.events[]; .kind == "job-memory")'
 	jobs_args "$JB" epilog gpu002 ""
@@ -451,6 +501,7 @@ jobs_scenario_bed() {
 	JB=$1
 	bed "$JB"
 	JL=$B_LABEL JD=$B_ROOT$JOBS_IN
+	case $JB in 24) BREST_AC=v0.0.42 ;; 26) BREST_AC=v0.0.45 ;; esac
 	say "jobs: Slurm $JL (chroot): gpuhc-prolog/epilog on gpu[001-004]"
 	declare -g "RAN_JOBS$JB=1"
 	local t0=$SECONDS before

@@ -5,6 +5,8 @@
 #   bash test/e2e/record-fixtures.sh            # all three beds, one after the other
 #   bash test/e2e/record-fixtures.sh 26         # only Slurm 26.05 (or 22, 24; several allowed)
 #   KEEP=1 bash test/e2e/record-fixtures.sh 26  # leave the test beds running
+#   GPUHC_FIXTURES_ONLY=jobs bash test/e2e/record-fixtures.sh 24 26
+#                                               # only the job-update cases
 #
 # Each bed is brought up for its recording and torn down after it.
 # REST bodies are stored byte-exact as received, one file per case named
@@ -249,6 +251,30 @@ record_bed() {
 	s_bed "$bv" scontrol --version >"$sd/VERSION"
 }
 
+# record_jobs BED [VERSION...]: a job's AdminComment set once the job is
+# done (as gpuhc-epilog would; see docs/slurm.md), and for a job id no
+# job has: scontrol on every bed, REST on each version that has a job
+# POST with admin_comment (v0.0.40+; 22.05's v0.0.38 has none). Job 1
+# is an srun /bin/true, COMPLETED by the time it is updated.
+record_jobs() {
+	local bv=$1 rel url tok rd sd v run; shift
+	if [[ $bv == 22 ]]; then
+		rel=slurm-22.05 run=(env SLURM_CONF="$S22_CONF")
+	else
+		bed "$bv"; rel=slurm-$B_LABEL run=(s_bed "$bv") url=http://127.0.0.1:$B_REST_PORT tok=$(cat "$B_TOKEN")
+	fi
+	rd=$OUT/rest/$rel sd=$OUT/scontrol/$rel
+	log "recording $rel job updates"
+	"${run[@]}" srun -N1 /bin/true
+	wait_for 30 "job 1 completed" eval '"${run[@]}" scontrol show job -o 1 | grep -q "JobState=COMPLETED "'
+	sc "$sd" update_job_finished "${run[@]}" scontrol update JobId=1 AdminComment="gpuhc: no hardware fault seen"
+	sc "$sd" update_job_unknown "${run[@]}" scontrol update JobId=999999 AdminComment="gpuhc: no hardware fault seen"
+	for v in "$@"; do
+		rec "$rd/$v" post_job_finished POST "$url/slurm/$v/job/1" "$tok" '{"admin_comment":"gpuhc: no hardware fault seen"}'
+		rec "$rd/$v" post_job_unknown POST "$url/slurm/$v/job/999999" "$tok" '{"admin_comment":"gpuhc: no hardware fault seen"}'
+	done
+}
+
 # 24.11 serves v0.0.40-42; 26.05 serves v0.0.42-45 (its /openapi/v3).
 record24() { record_bed 24 v0.0.40 v0.0.41 v0.0.42; }
 record26() { record_bed 26 v0.0.42 v0.0.43 v0.0.44 v0.0.45; }
@@ -259,7 +285,10 @@ t0=$SECONDS
 for b in "${BEDS[@]}"; do
 	UP+=("$b")
 	bash "$HERE/testbed.sh" "up$b"
-	"record$b"
+	case ${GPUHC_FIXTURES_ONLY:-} in
+	jobs) case $b in 22) record_jobs 22 ;; 24) record_jobs 24 v0.0.40 v0.0.41 v0.0.42 ;; 26) record_jobs 26 v0.0.42 v0.0.43 v0.0.44 v0.0.45 ;; esac ;;
+	*) "record$b"; case $b in 22) record_jobs 22 ;; 24) record_jobs 24 v0.0.40 v0.0.41 v0.0.42 ;; 26) record_jobs 26 v0.0.42 v0.0.43 v0.0.44 v0.0.45 ;; esac ;;
+	esac
 	if [[ ${KEEP:-} != 1 ]]; then
 		bash "$HERE/testbed.sh" "down$b"
 		UP=() # only one bed is up at a time without KEEP

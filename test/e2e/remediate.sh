@@ -27,7 +27,10 @@ REM_SIM='SIM="--simulate dgxh100 $(cat '"$REM_IN"'/inject.$SLURMD_NODENAME 2>/de
 
 write_rem_conf() {
 	{
-		conf_head "$REM_IN" "remediation (Slurm $BL chroot)" /usr/bin/scontrol
+		# Three nodes fail at once here: the storm guard (10 % of 4 nodes:
+		# one drain) is off, the remediation budget is what is tested.
+		conf_head "$REM_IN" "remediation (Slurm $BL chroot)" /usr/bin/scontrol |
+			sed 's/^storm_jitter = .*/&\nmax_drained_fraction = 0.0/'
 		cat <<EOF
 
 [remediate]

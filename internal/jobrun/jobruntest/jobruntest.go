@@ -27,7 +27,8 @@ import (
 )
 
 // Slurm is one node's slurmctld: it keeps the node's state and records
-// every call, in order, as "get", "list", "drain <reason>", "resume".
+// every call, in order, as "get", "list", "drain <reason>", "resume",
+// "comment <job> <text>".
 type Slurm struct {
 	mu       sync.Mutex
 	node     slurm.Node
@@ -38,6 +39,8 @@ type Slurm struct {
 	// OnDrain runs inside Drain, before it answers: tests look at what
 	// the program had done by then.
 	OnDrain func()
+	// CommentErr is what SetAdminComment answers.
+	CommentErr error
 }
 
 // NewSlurm returns an idle node.
@@ -104,6 +107,13 @@ func (s *Slurm) Drain(_ context.Context, name, reason string) error {
 	s.node.State = append(s.node.State, "DRAIN")
 	s.node.Reason = reason
 	return nil
+}
+
+// SetAdminComment implements slurm.JobCommenter: it records
+// "comment JOBID TEXT".
+func (s *Slurm) SetAdminComment(_ context.Context, jobID, comment string) error {
+	s.record("comment " + jobID + " " + comment)
+	return s.CommentErr
 }
 
 // Resume implements slurm.Controller.
