@@ -25,7 +25,7 @@ const inventoryWait = 30 * time.Second
 // judged, drained or saved.
 func (p Program) printInventory(node string, cfg config.Config, o options) int {
 	cfg.Policy.DryRun = true // the environment's state directory stays read-only
-	env, err := checkEnv(cfg, o)
+	env, err := checkEnv(cfg, o, nil)
 	if err != nil {
 		fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: %v\n", err)
 		return ExitUsage

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/gpuhc/gpuhc/internal/bootid"
 	"github.com/gpuhc/gpuhc/internal/catalog"
 	"github.com/gpuhc/gpuhc/internal/check"
 	"github.com/gpuhc/gpuhc/internal/config"
@@ -63,16 +64,18 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 	}
 	defer l.Release()
 
-	env, err := checkEnv(cfg, o)
+	p.boot = bootid.New(cfg.Root)
+	// Before the checks' world is built and NVML starts: a reset needs
+	// the GPUs free of us too, and what it changed is what they see.
+	if !o.deep {
+		p.remediate(entry, node, cfg, start)
+	}
+	env, err := checkEnv(cfg, o, p.boot)
 	if err != nil {
 		fmt.Fprintf(p.Stderr, "gpuhc-healthcheck: %v\n", err)
 		return ExitUsage
 	}
-	p.boot, p.gpus = env.Boot, env.GPU
-	// Before NVML starts: a reset needs the GPUs free of us too.
-	if !o.deep {
-		p.remediate(entry, node, cfg, start)
-	}
+	p.gpus = env.GPU
 	ctx, cancel := context.WithDeadline(context.Background(), start.Add(cfg.Deadline.Duration))
 	tasks := catalog.Tasks(cfg, env)
 	if o.deep {

@@ -48,6 +48,9 @@ type World struct {
 	// Simulate or a read-only (dry) run, which Flags.Parse enforces.
 	KernelLog string
 	ReadOnly  bool
+	// Boot is the run's boot id when the program read it already (nil:
+	// read here, once, under cfg.Root).
+	Boot *bootid.Once
 }
 
 // Env builds the checks' environment, its kernel-log pass included (the
@@ -55,7 +58,10 @@ type World struct {
 func (w World) Env(cfg config.Config) (catalog.Env, error) {
 	st := statefile.Dir{Path: cfg.StateDir, ReadOnly: w.ReadOnly}
 	g := cfg.Checks.GPU
-	pci, boot := pcibus.NewGather(cfg.Root), bootid.New(cfg.Root)
+	pci, boot := pcibus.NewGather(cfg.Root), w.Boot
+	if boot == nil {
+		boot = bootid.New(cfg.Root)
+	}
 	var replay kmsg.Source
 	if w.KernelLog != "" {
 		src, err := kmsg.Replay(w.KernelLog)
@@ -84,6 +90,11 @@ func (w World) Env(cfg config.Config) (catalog.Env, error) {
 	// A fire drill's counters and kernel-log cursor must not mix with the
 	// real GPUs' (a simulated boot id would reset the real cursor).
 	st.Path = SimulatedStateDir(cfg.StateDir)
+	if id := boot.ID(); id != "" {
+		// The simulated kernel boots with the host: a reboot starts a new
+		// simulated boot too, as remediation's reboot expects.
+		m.BootID = id
+	}
 	src := kmsg.SimulatedSource(m.Kmsg, m.BootID, m.KmsgWatchedFrom())
 	if replay != nil {
 		src = replay

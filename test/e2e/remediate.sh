@@ -5,7 +5,7 @@
 # slurmd runs gpuhc-healthcheck every 5 s with [remediate] on and a fake
 # nvidia-smi (REM_IN/nvidia-smi) that logs its argv and, on a node marked
 # curable, clears the node's injected fault: the simulated state, which
-# the wrapper reads at every run (REM_IN/inject.NODE). The judge is the
+# every run reads (--inject @REM_IN/inject.NODE) after remediating. The judge is the
 # real slurmctld's node state and the nodes' event logs.
 #   gpu001: a healthy simulated DGX H100: never drained, never remediated.
 #   gpu003: gpu3 "GPU Reset Required" (NVML recovery action): drained with
@@ -23,7 +23,10 @@ REM_SN=1654922000003
 REM_FAULT="gpu3 (SN $REM_SN, $REM_PCI)"
 REM_MSG="GPU recovery action: GPU Reset Required [simulated]"
 
-REM_SIM='SIM="--simulate dgxh100 $(cat '"$REM_IN"'/inject.$SLURMD_NODENAME 2>/dev/null)"'
+# --inject @FILE reads the faults when the run builds its simulated GPUs,
+# after remediation: a reset that clears the file is seen by the same
+# run's checks, as a real reset is.
+REM_SIM='SIM="--simulate dgxh100 --inject @'"$REM_IN"'/inject.$SLURMD_NODENAME"'
 
 write_rem_conf() {
 	{
@@ -104,7 +107,7 @@ remediate_scenario24() {
 	write_fake_smi
 	local n
 	for n in gpu002 gpu003 gpu004; do
-		echo "--inject gpu3:recovery=reset" >"$REM/inject.$n"
+		echo "gpu3:recovery=reset" >"$REM/inject.$n"
 	done
 	touch "$REM/curable.gpu003"
 

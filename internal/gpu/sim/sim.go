@@ -9,12 +9,16 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+
+	"github.com/gpuhc/gpuhc/internal/sysread"
 )
 
 // Machine is one simulated node.
@@ -51,9 +55,22 @@ type Spec struct {
 
 // ParseSpecs reads --inject values; each may hold several specs separated
 // by commas.
+//
+// A value "@FILE" stands for the faults FILE lists (comma- or
+// space-separated), read when the machine is built: a missing FILE lists
+// none. It is the simulated state a test bed's stand-ins change between
+// runs, and within one (a fake nvidia-smi's reset clears the fault before
+// the checks see the GPUs).
 func ParseSpecs(values []string) ([]Spec, error) {
 	var out []Spec
 	for _, v := range values {
+		if file, ok := strings.CutPrefix(v, "@"); ok {
+			listed, err := specFile(file)
+			if err != nil {
+				return nil, err
+			}
+			v = listed
+		}
 		for _, item := range strings.Split(v, ",") {
 			item = strings.TrimSpace(item)
 			if item == "" {
@@ -67,6 +84,20 @@ func ParseSpecs(values []string) ([]Spec, error) {
 		}
 	}
 	return out, nil
+}
+
+// maxSpecFile caps an @FILE of faults.
+const maxSpecFile = 64 << 10
+
+func specFile(path string) (string, error) {
+	b, err := sysread.Regular(path, maxSpecFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("inject @%s: %w", path, err)
+	}
+	return strings.Join(strings.Fields(string(b)), ","), nil
 }
 
 func parseSpec(item string) (Spec, error) {

@@ -1,6 +1,9 @@
 package sim
 
 import (
+	"os"
+	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -249,5 +252,28 @@ func TestFaultSerial(t *testing.T) {
 		if _, err := Build("dgxh100", []string{bad}); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
+	}
+}
+
+func TestSpecsFromFile(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "inject")
+	if err := os.WriteFile(f, []byte("gpu3:recovery=reset\ngpu1:xid=79, gpu2:dbe\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	specs, err := ParseSpecs([]string{"@" + f, "gpu0:lost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Spec{{3, "recovery", "reset"}, {1, "xid", "79"}, {2, "dbe", ""}, {0, "lost", ""}}
+	if !reflect.DeepEqual(specs, want) {
+		t.Errorf("specs %+v, want %+v", specs, want)
+	}
+	// The fault cleared: no file, no faults.
+	if specs, err := ParseSpecs([]string{"@" + filepath.Join(dir, "gone")}); err != nil || len(specs) != 0 {
+		t.Errorf("missing file: %+v, %v", specs, err)
+	}
+	if _, err := ParseSpecs([]string{"@" + dir}); err == nil {
+		t.Error("a directory was read as faults")
 	}
 }
