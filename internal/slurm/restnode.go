@@ -75,12 +75,13 @@ func (r *REST) Resume(ctx context.Context, name string) error {
 // Tune changes the node's weight and features with a node POST that sets
 // no state: {"weight":{"set":true,"infinite":false,"number":N},
 // "features":[...],"features_act":[...]} (update_node_msg in the
-// v0.0.40-45 documents of 24.11 and 26.05).
+// v0.0.40-45 documents of 24.11 and 26.05; test/e2e/quarantine.sh sets and
+// clears them through v0.0.42 on 24.11.5 and v0.0.45 on 26.05.5).
 func (r *REST) Tune(ctx context.Context, name string, s Settings) error {
 	if err := CheckSettings(s); err != nil {
 		return err
 	}
-	u := settingsUpdate{Features: s.Features, ActiveFeatures: s.ActiveFeatures}
+	u := settingsUpdate{Features: csvField(s.Features), ActiveFeatures: csvField(s.ActiveFeatures)}
 	if s.Weight != nil {
 		u.Weight = &restNumber{Set: true, Number: int64(*s.Weight)}
 	}
@@ -90,8 +91,28 @@ func (r *REST) Tune(ctx context.Context, name string, s Settings) error {
 // settingsUpdate is Tune's POST body: only the fields to change.
 type settingsUpdate struct {
 	Weight         *restNumber `json:"weight,omitempty"`
-	Features       *[]string   `json:"features,omitempty"`
-	ActiveFeatures *[]string   `json:"features_act,omitempty"`
+	Features       *csvList    `json:"features,omitempty"`
+	ActiveFeatures *csvList    `json:"features_act,omitempty"`
+}
+
+// csvList is a csv_string as a request sends it: an array, except that an
+// empty list must be "" (26.05.5 and 24.11.5 take an empty array for
+// "unchanged"; "" clears, as scontrol's Features= does; verified on both).
+type csvList []string
+
+func (c csvList) MarshalJSON() ([]byte, error) {
+	if len(c) == 0 {
+		return []byte(`""`), nil
+	}
+	return json.Marshal([]string(c))
+}
+
+func csvField(l *[]string) *csvList {
+	if l == nil {
+		return nil
+	}
+	c := csvList(*l)
+	return &c
 }
 
 // restNumber is a {set,infinite,number} as a request sends it.
