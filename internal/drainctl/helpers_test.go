@@ -227,3 +227,27 @@ func (b *bed) events(node string) []events.Event {
 func node(name string, state []string, reason, user string, at time.Time) slurm.Node {
 	return slurm.Node{Name: name, State: state, Reason: reason, ReasonUser: user, ReasonTime: at}
 }
+
+var _ slurm.Tuner = (*fakeCtl)(nil)
+
+// Tune sets the node's weight and features as slurmctld would.
+func (f *fakeCtl) Tune(_ context.Context, name string, s slurm.Settings) error {
+	if err := f.call("tune " + name); err != nil {
+		return err
+	}
+	n := f.nodes[name]
+	if s.Weight != nil {
+		n.Weight = *s.Weight
+	}
+	if s.Features != nil {
+		n.Features = *s.Features
+	}
+	if s.ActiveFeatures != nil {
+		n.ActiveFeatures = *s.ActiveFeatures
+	}
+	f.nodes[name] = n
+	if f.lost["tune "+name] {
+		return errors.New("answer lost")
+	}
+	return nil
+}

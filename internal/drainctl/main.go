@@ -94,6 +94,7 @@ func commands() []command {
 		{"resume", "NODES", "resume nodes drained by gpuhc (others only with --force) and record it", Program.resume},
 		{"history", "", "events from the event logs, oldest first", Program.history},
 		{"stats", "", "MTTF, MTTR and lemons from the event logs", Program.stats},
+		{"lemons", "[--apply|--revert]", "rank the lemons against the fleet; quarantine them by Slurm weight (--apply, --revert)", Program.lemons},
 		{"report", "--html FILE", "the fleet report: one self-contained HTML page", Program.report},
 		{"job", "JOBID", "did the hardware kill my job? hardware events on its nodes while it ran", Program.job},
 		{"rma", "", "parts escalated to a return to the vendor, with their history, for the ticket", Program.rma},

@@ -29,6 +29,9 @@ type statsOpts struct {
 	since, until string
 	lemonMin     int
 	by           string
+	// every, when set, sees every event read, before the window and the
+	// filters (lemons reads its quarantine records in the same pass).
+	every func(events.Event)
 }
 
 // statsSections are the breakdowns --by can choose, in print order.
@@ -108,6 +111,9 @@ func (p Program) statsReport(o *statsOpts, drains func(events.Event)) (rep stats
 	ctx, cancel := slurmContext()
 	defer cancel()
 	partial, err = incomplete(p.scanEach(ctx, &o.common, func(ev events.Event) {
+		if o.every != nil {
+			o.every(ev)
+		}
 		if match(ev.Node) {
 			acc.Add(ev)
 			if drains != nil && acc.KeepsDrain(ev) {

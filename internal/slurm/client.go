@@ -34,7 +34,12 @@ type Client struct {
 	used     string // what served the last operation
 }
 
-var _ Controller = (*Client)(nil)
+var (
+	_ Controller = (*Client)(nil)
+	_ Tuner      = (*Client)(nil)
+	_ Tuner      = (*REST)(nil)
+	_ Tuner      = (*Scontrol)(nil)
+)
 
 // New builds the Controller described by cfg. It validates cfg but does no
 // I/O: discovery, the token file and scontrol wait for the first operation.
@@ -160,5 +165,23 @@ func (c *Client) Resume(ctx context.Context, name string) error {
 	}
 	return c.with(ctx, "resume "+name, func(ctl Controller) error {
 		return ctl.Resume(ctx, name)
+	})
+}
+
+// Tune changes the node's weight and features, with the same backend
+// choice and fallback as Drain.
+func (c *Client) Tune(ctx context.Context, name string, s Settings) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if err := CheckSettings(s); err != nil {
+		return err
+	}
+	return c.with(ctx, "tune "+name, func(ctl Controller) error {
+		t, ok := ctl.(Tuner)
+		if !ok {
+			return fmt.Errorf("%s cannot change node settings", ctl.Backend())
+		}
+		return t.Tune(ctx, name, s)
 	})
 }

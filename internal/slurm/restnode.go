@@ -72,6 +72,56 @@ func (r *REST) Resume(ctx context.Context, name string) error {
 	return r.update(ctx, name, nodeUpdate{State: []string{"RESUME"}})
 }
 
+// Tune changes the node's weight and features with a node POST that sets
+// no state: {"weight":{"set":true,"infinite":false,"number":N},
+// "features":[...],"features_act":[...]} (update_node_msg in the
+// v0.0.40-45 documents of 24.11 and 26.05; test/e2e/quarantine.sh sets and
+// clears them through v0.0.42 on 24.11.5 and v0.0.45 on 26.05.5).
+func (r *REST) Tune(ctx context.Context, name string, s Settings) error {
+	if err := CheckSettings(s); err != nil {
+		return err
+	}
+	u := settingsUpdate{Features: csvField(s.Features), ActiveFeatures: csvField(s.ActiveFeatures)}
+	if s.Weight != nil {
+		u.Weight = &restNumber{Set: true, Number: int64(*s.Weight)}
+	}
+	return r.post(ctx, name, u)
+}
+
+// settingsUpdate is Tune's POST body: only the fields to change.
+type settingsUpdate struct {
+	Weight         *restNumber `json:"weight,omitempty"`
+	Features       *csvList    `json:"features,omitempty"`
+	ActiveFeatures *csvList    `json:"features_act,omitempty"`
+}
+
+// csvList is a csv_string as a request sends it: an array, except that an
+// empty list must be "" (26.05.5 and 24.11.5 take an empty array for
+// "unchanged"; "" clears, as scontrol's Features= does; verified on both).
+type csvList []string
+
+func (c csvList) MarshalJSON() ([]byte, error) {
+	if len(c) == 0 {
+		return []byte(`""`), nil
+	}
+	return json.Marshal([]string(c))
+}
+
+func csvField(l *[]string) *csvList {
+	if l == nil {
+		return nil
+	}
+	c := csvList(*l)
+	return &c
+}
+
+// restNumber is a {set,infinite,number} as a request sends it.
+type restNumber struct {
+	Set      bool  `json:"set"`
+	Infinite bool  `json:"infinite"`
+	Number   int64 `json:"number"`
+}
+
 // nodeUpdate is the POST body; v0.0.39+ take state as an array. It has
 // no reason_uid (deprecated in 26.05's v0.0.42-45 update_node_msg):
 // slurmctld records the token's user whatever the body says.
@@ -81,6 +131,11 @@ type nodeUpdate struct {
 }
 
 func (r *REST) update(ctx context.Context, name string, u nodeUpdate) error {
+	return r.post(ctx, name, u)
+}
+
+// post sends body u to the node on the write version.
+func (r *REST) post(ctx context.Context, name string, u any) error {
 	if err := ValidateName(name); err != nil {
 		return err
 	}

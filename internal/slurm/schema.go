@@ -91,6 +91,11 @@ type restNode struct {
 	Reason          string    `json:"reason"`
 	ReasonSetByUser string    `json:"reason_set_by_user"`
 	ReasonChangedAt timestamp `json:"reason_changed_at"`
+	// Weight and the features are read apart (settings): an odd value
+	// there must not cost a node its drain.
+	Weight         json.RawMessage `json:"weight"`
+	Features       json.RawMessage `json:"features"`
+	ActiveFeatures json.RawMessage `json:"active_features"`
 }
 
 // restMeta's "slurm" also matches v0.0.38/39's "Slurm": encoding/json
@@ -128,7 +133,80 @@ func (r restNode) toNode() (Node, error) {
 	if r.Reason != "" {
 		n.ReasonUser, n.ReasonTime = r.ReasonSetByUser, r.ReasonChangedAt.Time
 	}
+	if err := r.settings(&n); err != nil {
+		n.Weight, n.Features, n.ActiveFeatures = 0, nil, nil
+		n.SettingsErr = err.Error()
+	}
 	return n, nil
+}
+
+// settings reads weight (an integer, or v0.0.40+'s {set,infinite,number}
+// where a request body needs one; recorded answers send an integer) and
+// the features: a comma-separated string on v0.0.38, an array since.
+func (r restNode) settings(n *Node) error {
+	w, err := restWeight(r.Weight)
+	if err != nil {
+		return err
+	}
+	n.Weight = w
+	if n.Features, err = restFeatures(r.Features); err != nil {
+		return fmt.Errorf("features: %w", err)
+	}
+	if n.ActiveFeatures, err = restFeatures(r.ActiveFeatures); err != nil {
+		return fmt.Errorf("active_features: %w", err)
+	}
+	return nil
+}
+
+func restWeight(b json.RawMessage) (uint32, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || bytes.Equal(b, []byte("null")) {
+		return 0, nil
+	}
+	var v int64
+	if b[0] == '{' {
+		var num slurmNumber
+		if err := json.Unmarshal(b, &num); err != nil {
+			return 0, fmt.Errorf("weight: %w", err)
+		}
+		if num.Set == nil || !*num.Set || num.Infinite || num.Number == nil {
+			return 0, nil
+		}
+		v = *num.Number
+	} else if err := json.Unmarshal(b, &v); err != nil {
+		return 0, fmt.Errorf("weight: want an integer: %w", err)
+	}
+	if v < 0 || v > MaxWeight {
+		return 0, fmt.Errorf("weight %d out of range", v)
+	}
+	return uint32(v), nil
+}
+
+func restFeatures(b json.RawMessage) ([]string, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || bytes.Equal(b, []byte("null")) {
+		return nil, nil
+	}
+	if b[0] == '"' {
+		var one string
+		if err := json.Unmarshal(b, &one); err != nil {
+			return nil, err
+		}
+		return parseFeatures(one)
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return nil, fmt.Errorf("want a string or an array of strings: %w", err)
+	}
+	for _, f := range many {
+		if err := ValidFeature(f); err != nil {
+			return nil, err
+		}
+	}
+	if len(many) == 0 {
+		return nil, nil
+	}
+	return many, nil
 }
 
 // pickNode finds name in a node list response and converts it.

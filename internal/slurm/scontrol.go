@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -116,6 +117,29 @@ func (s *Scontrol) Resume(ctx context.Context, name string) error {
 		return err
 	}
 	_, err := s.run(ctx, "update", "NodeName="+name, "State=RESUME")
+	return err
+}
+
+// Tune runs `scontrol update NodeName=NAME [Weight=N]
+// [AvailableFeatures=a,b] [ActiveFeatures=a]`, each one argument.
+func (s *Scontrol) Tune(ctx context.Context, name string, set Settings) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if err := CheckSettings(set); err != nil {
+		return err
+	}
+	args := []string{"update", "NodeName=" + name}
+	if set.Weight != nil {
+		args = append(args, "Weight="+strconv.FormatUint(uint64(*set.Weight), 10))
+	}
+	if set.Features != nil {
+		args = append(args, "AvailableFeatures="+strings.Join(*set.Features, ","))
+	}
+	if set.ActiveFeatures != nil {
+		args = append(args, "ActiveFeatures="+strings.Join(*set.ActiveFeatures, ","))
+	}
+	_, err := s.run(ctx, args...)
 	return err
 }
 

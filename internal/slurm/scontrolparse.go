@@ -3,6 +3,7 @@ package slurm
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,6 +94,10 @@ func parseNodeLine(line string, loc *time.Location) (Node, error) {
 		return Node{}, fmt.Errorf("node %q: %w", name, err)
 	}
 	n := Node{Name: name, State: state}
+	if err := showSettings(fields, &n); err != nil {
+		n.Weight, n.Features, n.ActiveFeatures = 0, nil, nil
+		n.SettingsErr = err.Error()
+	}
 	if hasReason {
 		if err := parseReason(reason, loc, &n); err != nil {
 			return Node{}, fmt.Errorf("node %q: %w", name, err)
@@ -180,5 +185,25 @@ func parseReason(rest string, loc *time.Location, n *Node) error {
 		rest = rest[:end[0]]
 	}
 	n.Reason = rest
+	return nil
+}
+
+// showSettings reads Weight=, AvailableFeatures= and ActiveFeatures=
+// ("(null)" when none). A missing Weight= leaves 0 (unknown).
+func showSettings(fields map[string]string, n *Node) error {
+	if w, ok := fields["Weight"]; ok {
+		v, err := strconv.ParseUint(w, 10, 32)
+		if err != nil || v > MaxWeight {
+			return fmt.Errorf("Weight=%q: not a weight", w)
+		}
+		n.Weight = uint32(v)
+	}
+	var err error
+	if n.Features, err = parseFeatures(fields["AvailableFeatures"]); err != nil {
+		return fmt.Errorf("AvailableFeatures: %w", err)
+	}
+	if n.ActiveFeatures, err = parseFeatures(fields["ActiveFeatures"]); err != nil {
+		return fmt.Errorf("ActiveFeatures: %w", err)
+	}
 	return nil
 }

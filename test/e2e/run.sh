@@ -50,6 +50,9 @@
 #     an XID attributed to the job that was running.
 #  hct. The HealthCheckTimeout scenario on 26.05 (test/e2e/hctimeout.sh,
 #     where it exists).
+#  quarantine. gpuhc-drain lemons --apply/--revert on 24.11 and 26.05
+#     (test/e2e/quarantine.sh): a lemon's Weight (and a feature) raised in
+#     slurmctld and brought back from the event log.
 #  faults. Fault injection on 26.05 (test/e2e/faults.sh, where it exists):
 #     slurmrestd killed mid-drain, slurmctld stopped, the state directory
 #     full and read-only, the clock stepped back, the event log's disk full.
@@ -70,8 +73,8 @@ PROLOG=${GPUHC_PROLOG:-}
 EPILOG=${GPUHC_EPILOG:-}
 ONLY=${GPUHC_E2E_ONLY:-}
 case $ONLY in
-''|22|24|26|3|4|5|6|spank|jobs|hct|faults|remediate) ;;
-*) echo "e2e: GPUHC_E2E_ONLY=$ONLY: want 22, 24 (scenarios 2 to 6 and remediation on 24.11), 26 (every REST scenario on 26.05), 3, 4, 5, 6 (on both), spank, jobs, hct, faults or remediate" >&2; exit 2 ;;
+''|22|24|26|3|4|5|6|spank|jobs|hct|faults|remediate|quarantine) ;;
+*) echo "e2e: GPUHC_E2E_ONLY=$ONLY: want 22, 24 (scenarios 2 to 6 and remediation on 24.11), 26 (every REST scenario on 26.05), 3, 4, 5, 6 (on both), spank, jobs, hct, faults, remediate or quarantine" >&2; exit 2 ;;
 esac
 # shellcheck source=testbed.sh
 source "$HERE/testbed.sh"
@@ -91,6 +94,11 @@ source "$HERE/remediate.sh"
 if [[ -f $HERE/hctimeout.sh ]]; then
 	# shellcheck source=/dev/null
 	source "$HERE/hctimeout.sh"
+fi
+# The lemon quarantine scenario (24.11 and 26.05), where that file exists.
+if [[ -f $HERE/quarantine.sh ]]; then
+	# shellcheck source=/dev/null
+	source "$HERE/quarantine.sh"
 fi
 # The fault-injection scenario (26.05), where that file exists.
 if [[ -f $HERE/faults.sh ]]; then
@@ -1050,6 +1058,12 @@ if declare -F hctimeout_scenario26 >/dev/null; then
 	case $ONLY in '' | 26 | hct) use_bed_run 26; hctimeout_scenario26 ;; esac
 elif [[ $ONLY == hct ]]; then
 	fail "hct: no hctimeout_scenario26 ($HERE/hctimeout.sh missing)"
+fi
+if declare -F quarantine_scenario >/dev/null; then
+	case $ONLY in '' | 24 | quarantine) use_bed_run 24; quarantine_scenario ;; esac
+	case $ONLY in '' | 26 | quarantine) use_bed_run 26; quarantine_scenario ;; esac
+elif [[ $ONLY == quarantine ]]; then
+	fail "quarantine: no quarantine_scenario ($HERE/quarantine.sh missing)"
 fi
 if declare -F faults_scenario26 >/dev/null; then
 	case $ONLY in '' | 26 | faults) use_bed_run 26; faults_scenario26 ;; esac
