@@ -85,6 +85,9 @@ func (e Engine) pendingReboot(ctx context.Context, st *policy.State, rec *record
 		if e.dry() {
 			return Result{Outcome: Outcome{Done, "rebooted (dry run: not recorded)"}}, nil
 		}
+		if err := e.keepOwnership(ctx, st); err != nil {
+			return Result{Outcome: Outcome{Waiting, "rebooted; the node could not be read"}}, err
+		}
 		a.Outcome, a.Ended = Finished, now
 		ev := e.event(now, events.KindRemediationFinished, a)
 		ev.Seconds, ev.Message = now.Sub(a.Started).Seconds(), "rebooted: boot "+e.BootID
@@ -96,6 +99,26 @@ func (e Engine) pendingReboot(ctx context.Context, st *policy.State, rec *record
 		return e.failed(ctx, st, rec, nil, fmt.Sprintf("not rebooted within %s of the request", e.Cfg.RebootTimeout.Duration))
 	}
 	return Result{Outcome: Outcome{Waiting, fmt.Sprintf("reboot asked for %s ago", now.Sub(a.Started).Round(time.Second))}}, nil
+}
+
+// issuedSuffix is what slurmctld appends to the reason of a node whose
+// reboot it issued (verified on 24.11.5: "<reason> : reboot issued", set
+// by user slurm), and keeps after the reboot.
+const issuedSuffix = " : reboot issued"
+
+// keepOwnership adopts the reason slurmctld made of ours when it issued
+// the reboot, so that the drain stays ours and the healthy runs after the
+// boot resume it. Any other reason is left for the policy to judge (an
+// admin's: not ours any more).
+func (e Engine) keepOwnership(ctx context.Context, st *policy.State) error {
+	n, err := e.Ctl.Node(ctx, e.Node)
+	if err != nil {
+		return fmt.Errorf("read node %s after its reboot: %w", e.Node, err)
+	}
+	if n.Drained() && n.Reason == st.Drained.Reason+issuedSuffix {
+		st.Drained.Reason = n.Reason
+	}
+	return nil
 }
 
 // rma re-reasons the drain as an rma: the same check failed on the same

@@ -243,11 +243,33 @@ func TestReboot(t *testing.T) {
 	if res := before(t, b.engine(), st); res.Outcome.Kind != Waiting || len(b.ctl.calls) != 0 {
 		t.Errorf("same boot: %+v, calls %v", res.Outcome, b.ctl.calls)
 	}
-	// The first run in a new boot records it done, with its duration.
+	// slurmctld issues the reboot and appends to our reason; the node
+	// comes back still drained (no nextstate), the reason kept.
+	b.ctl.node = slurm.Node{Name: "gpu003", State: []string{"IDLE", "DRAIN"}, Reason: st.Drained.Reason + " : reboot issued"}
+	// The first run in a new boot records it done, with its duration, and
+	// adopts the reason, so the drain stays ours.
 	b.boot = "boot-2"
 	res = before(t, b.engine(), st)
 	if res.Outcome.Kind != Done || len(res.Events) != 1 || res.Events[0].Kind != events.KindRemediationFinished || res.Events[0].Seconds != 300 {
 		t.Fatalf("new boot: %+v %+v", res.Outcome, res.Events)
+	}
+	if st.Drained.Reason != b.ctl.node.Reason {
+		t.Errorf("reason after the reboot %q, want slurmctld's %q adopted", st.Drained.Reason, b.ctl.node.Reason)
+	}
+}
+
+// An admin who re-reasoned the node during the reboot keeps it: the
+// reason is not adopted, and the policy then sees it is not ours.
+func TestRebootAdminReasonNotAdopted(t *testing.T) {
+	b := newBed(t)
+	st := drained("reboot")
+	before(t, b.engine(), st)
+	ours := st.Drained.Reason
+	b.ctl.node = slurm.Node{Name: "gpu003", State: []string{"IDLE", "DRAIN"}, Reason: "PSU swap, do not touch"}
+	b.boot = "boot-2"
+	before(t, b.engine(), st)
+	if st.Drained.Reason != ours {
+		t.Errorf("adopted %q", st.Drained.Reason)
 	}
 }
 

@@ -19,9 +19,11 @@
 #           drained, its reason saying the daily budget held it back.
 REM_IN=/srv/gpuhc-rem               # scenario files (inside the chroot)
 REM_PCI=0000:5d:00.0                # gpu3 of the simulated DGX H100
-REM_SN=1654922000003
-REM_FAULT="gpu3 (SN $REM_SN, $REM_PCI)"
 REM_MSG="GPU recovery action: GPU Reset Required [simulated]"
+# Every simulated DGX H100 has the same serials; each node's gpu3 gets its
+# own (gpu002's 1654922002003), as real GPUs have.
+rem_sn() { echo "165492200${1: -1}003"; }
+rem_fault() { echo "gpu3 (SN $(rem_sn "$1"), $REM_PCI)"; }
 
 # --inject @FILE reads the faults when the run builds its simulated GPUs,
 # after remediation: a reset that clears the file is seen by the same
@@ -60,7 +62,7 @@ write_fake_smi() {
 #!/bin/sh
 echo "\$SLURMD_NODENAME \$*" >>$REM_IN/nvidia-smi.log
 [ "\$1" = --gpu-reset ] || { echo "fake nvidia-smi: only --gpu-reset" >&2; exit 2; }
-[ -e $REM_IN/curable.\$SLURMD_NODENAME ] && rm -f $REM_IN/inject.\$SLURMD_NODENAME
+[ -e $REM_IN/curable.\$SLURMD_NODENAME ] && sed -i /recovery=/d $REM_IN/inject.\$SLURMD_NODENAME
 echo "GPU 00000000:5D:00.0 was successfully reset."
 EOF
 	chmod 0755 "$REM/nvidia-smi"
@@ -107,7 +109,7 @@ remediate_scenario24() {
 	write_fake_smi
 	local n
 	for n in gpu002 gpu003 gpu004; do
-		echo "gpu3:recovery=reset" >"$REM/inject.$n"
+		printf 'gpu3:serial=%s\ngpu3:recovery=reset\n' "$(rem_sn $n)" >"$REM/inject.$n"
 	done
 	touch "$REM/curable.gpu003"
 
@@ -120,7 +122,7 @@ remediate_scenario24() {
 	expect "$BL (rem): gpu003 drained for gpu.recovery with action reset-gpu" \
 		wait_rem_events "$WAIT" gpu003 '[.[] | select(.kind == "drain" and .action == "reset-gpu" and .check == "gpu.recovery")] | length == 1'
 	expect "$BL (rem): gpu003 reset: remediation-started then -finished (action reset-gpu, serial, PCI, seconds)" \
-		wait_rem_events "$WAIT" gpu003 --arg sn "$REM_SN" --arg pci "$REM_PCI" \
+		wait_rem_events "$WAIT" gpu003 --arg sn "$(rem_sn gpu003)" --arg pci "$REM_PCI" \
 		'([.[] | select(.kind == "remediation-started" and .action == "reset-gpu" and .serial == $sn and .pci == $pci)] | length == 1) and ([.[] | select(.kind == "remediation-finished" and .action == "reset-gpu" and (.seconds | type == "number"))] | length == 1)'
 	WHY="$(grep gpu003 "$REM/nvidia-smi.log" 2>&1)"
 	expect "$BL (rem): gpu003's nvidia-smi ran as 'nvidia-smi --gpu-reset -i $REM_PCI', once" \
@@ -131,21 +133,26 @@ remediate_scenario24() {
 		rem_events gpu003 '[.[] | select(.kind | test("^(drain|remediation-.*|resume)$")) | .kind] == ["drain", "remediation-started", "remediation-finished", "resume"]'
 
 	# gpu002: the reset does not cure it: two remediations, then rma.
-	expect "$BL (rem): gpu002 drained as rma after 2 resets: 'gpuhc: rma: $REM_FAULT: gpu.recovery: …'" \
-		wait_node $((WAIT * 4)) showb gpu002 drained "gpuhc: rma: $REM_FAULT: gpu.recovery: $REM_MSG"
+	expect "$BL (rem): gpu002 drained as rma after 2 resets: 'gpuhc: rma: $(rem_fault gpu002): gpu.recovery: …'" \
+		wait_node $((WAIT * 4)) showb gpu002 drained "gpuhc: rma: $(rem_fault gpu002): gpu.recovery: $REM_MSG"
 	expect "$BL (rem): gpu002's event log: 2 remediations, then an rma event (remediations 2, serial, PCI, model, driver)" \
-		wait_rem_events 10 gpu002 --arg sn "$REM_SN" \
+		wait_rem_events 10 gpu002 --arg sn "$(rem_sn gpu002)" \
 		'([.[] | select(.kind == "remediation-started")] | length == 2) and ([.[] | select(.kind == "rma" and .remediations == 2 and .serial == $sn and .pci != null and .model != null and .driver != null)] | length == 1)'
 	expect "$BL (rem): the rma drain stays over 3 runs, even once the fault is gone" \
 		eval 'rm -f "$REM/inject.gpu002"; stays showb gpu002 "$REM" 3 drained "gpuhc: rma: "'
 	WHY="$(grep -c "^gpu002 " "$REM/nvidia-smi.log" 2>&1)"
 	expect "$BL (rem): gpu002 was reset exactly twice" [ "$(grep -c "^gpu002 " "$REM/nvidia-smi.log")" = 2 ]
+	sb "$REM_IN/gpuhc-drain" rma --events "$REM_IN/log/*.events.jsonl" >"$REM/rma.txt" 2>&1 || true
+	WHY="$(cat "$REM/rma.txt")"
+	expect "$BL (rem): gpuhc-drain rma lists gpu002's gpu3 alone: serial, PCI, model, driver, 2 remediations tried" \
+		eval 'sb "$REM_IN/gpuhc-drain" rma --events "$REM_IN/log/*.events.jsonl" --json | jq -e --arg sn "$(rem_sn gpu002)" --arg pci "$REM_PCI" \
+			"length == 1 and .[0].node == \"gpu002\" and .[0].serial == \$sn and .[0].pci == \$pci and (.[0].model | length > 0) and (.[0].driver | length > 0) and .[0].remediations == 2 and ([.[0].remediations_tried[] | select(.outcome == \"finished\")] | length == 2)" >/dev/null'
 
 	# gpu004: one reset a day.
 	expect "$BL (rem): gpu004 held back by its daily budget: reason ends '[not remediated: daily budget spent (max_per_day 1)]'" \
 		wait_for $((WAIT * 4)) "gpu004 held by its daily budget" rem_reason_has gpu004 "[not remediated: daily budget spent (max_per_day 1)]"
 	expect "$BL (rem): gpu004 stays drained, with one reset, over 2 more runs" \
-		eval 'stays showb gpu004 "$REM" 2 drained "gpuhc: gpu.recovery: $REM_FAULT" && [ "$(grep -c "^gpu004 " "$REM/nvidia-smi.log")" = 1 ]'
+		eval 'stays showb gpu004 "$REM" 2 drained "gpuhc: gpu.recovery: $(rem_fault gpu004)" && [ "$(grep -c "^gpu004 " "$REM/nvidia-smi.log")" = 1 ]'
 
 	# The cluster budget (max_fraction 0.05 of 4 nodes: 1 at once): the
 	# three nodes failed together, so two waited their turn.
