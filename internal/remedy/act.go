@@ -44,14 +44,14 @@ func (e Engine) act(ctx context.Context, st *policy.State, rec *record, a *Attem
 	if a.Action == string(check.ActionReboot) {
 		ev.Message = "scontrol reboot ASAP Reason=" + st.Drained.Reason + " " + e.Node
 		if err := e.Ctl.Reboot(ctx, e.Node, st.Drained.Reason); err != nil {
-			return e.failed(ctx, st, rec, []events.Event{ev}, "reboot request: "+err.Error())
+			return e.failed(ctx, st, rec, []events.Event{ev}, "scontrol reboot refused: "+err.Error())
 		}
 		return Result{Outcome: Outcome{Started, "reboot asked for; Slurm's RebootProgram carries it out once the node is idle"}, Events: []events.Event{ev}}, warn
 	}
 	argv := e.resetArgv(a.PCI)
 	ev.Message = strings.Join(argv, " ")
 	if out, err := e.reset(ctx, argv); err != nil {
-		return e.failed(ctx, st, rec, []events.Event{ev}, fmt.Sprintf("reset-gpu: %v%s", err, said(out)))
+		return e.failed(ctx, st, rec, []events.Event{ev}, fmt.Sprintf("%v%s", err, said(out)))
 	}
 	end := e.now()
 	a.Outcome, a.Ended = Finished, end

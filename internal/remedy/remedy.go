@@ -163,7 +163,7 @@ func (e Engine) Before(ctx context.Context, st *policy.State) (Result, error) {
 	case cur != nil && cur.Outcome == Pending:
 		res, err = e.pendingReboot(ctx, st, &rec)
 	case cur != nil && cur.Outcome == Finished && !cur.Recurred:
-		res = Result{Outcome: Outcome{Waiting, fmt.Sprintf("%s finished; the checks judge it (resume after %s)", cur.Action, "healthy runs")}}
+		res = Result{Outcome: Outcome{Waiting, cur.Action + " finished; healthy runs resume the node"}}
 	default:
 		res, err = e.decide(ctx, st, &rec)
 	}
