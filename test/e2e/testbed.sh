@@ -32,6 +32,7 @@ CACHE=${GPUHC_TESTBED_CACHE:-/var/cache/gpuhc-testbed}
 MIRROR=${GPUHC_TESTBED_MIRROR:-http://deb.debian.org/debian}
 PIDS=$E2E_DIR/pids
 HOST=$(hostname -s)
+E2E_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)  # test/e2e
 
 # --- A: Slurm 22.05 on the host ---
 S22=$E2E_DIR/s22
@@ -331,6 +332,7 @@ write_conf22() {
 	chmod 0600 "$S22/jwt.key"
 	printf '%s\n' "${GPUHC_S22_EXTRA:-}" >"$S22/extra.conf"
 	chmod 0644 "$S22/extra.conf"
+	install -m 0755 "$E2E_SRC/reboot.sh" "$S22/reboot.sh"
 	cat >"$S22_CONF" <<EOF
 # gpuhc e2e test bed A (Slurm 22.05), written by test/e2e/testbed.sh
 ClusterName=gpuhc22
@@ -445,6 +447,7 @@ write_conf_bed() {
 	grep -qw "$HOST" "$r/etc/hosts" || echo "127.0.0.1 $HOST" >>"$r/etc/hosts"
 	printf '%s\n' "$B_EXTRA" >"$B_DIR/extra.conf"
 	chmod 0644 "$B_DIR/extra.conf"
+	install -m 0755 "$E2E_SRC/reboot.sh" "$B_DIR/reboot.sh"
 	cat >"$r/etc/slurm/slurm.conf" <<CONF
 # gpuhc e2e test bed $B_LETTER (Slurm $B_LABEL), written by test/e2e/testbed.sh
 ClusterName=gpuhc$B_V
@@ -668,6 +671,38 @@ sb() { chroot "$BROOT" "$@"; }
 showb() { sb scontrol show node -o "$1" 2>&1; }
 upb() { local -x "GPUHC_S${BV}_EXTRA=$1"; up_bed "$BV"; }
 downb() { down_bed "$BV" quiet; }
+
+# Simulated reboots (reboot.sh, installed in every bed's directory; README
+# "Simulated reboots"):
+#   reboot_conf [RESUME_TIMEOUT]  slurm.conf lines for upb's EXTRA (the bed
+#                       use_bed chose): RebootProgram=<bed>/reboot.sh and
+#                       ResumeTimeout (default 60 s, Slurm's: a node not back
+#                       by then goes DOWN); reboot22_conf the same for bed A.
+#   reboot_exec         the command prefix a HealthCheckProgram wrapper puts
+#                       before gpuhc-healthcheck so that it reads the node's
+#                       simulated boot id (reboot22_exec on bed A).
+#   boot_id_b NODE      the node's current simulated boot id ("" before its
+#                       first reboot); reboots_b NODE how often it rebooted
+#                       (boot_id22, reboots22 on bed A).
+#   wait_reboots_b T NODE N  wait up to T s until NODE rebooted N times and
+#                       its new slurmd runs (wait_reboots22 T N on bed A).
+reboot_conf() { printf 'RebootProgram=%s/reboot.sh\nResumeTimeout=%s\n' "$B_IN" "${1:-60}"; }
+reboot22_conf() { printf 'RebootProgram=%s/reboot.sh\nResumeTimeout=%s\n' "$S22" "${1:-60}"; }
+reboot_exec() { echo "$B_IN/reboot.sh exec"; }
+reboot22_exec() { echo "$S22/reboot.sh exec"; }
+boot_id_b() { cat "$BROOT$B_IN/boot/$1" 2>/dev/null || true; }
+boot_id22() { cat "$S22/boot/$S22_NODE" 2>/dev/null || true; }
+reboots_b() { { wc -l <"$BROOT$B_IN/boot/$1.log"; } 2>/dev/null || echo 0; }
+reboots22() { { wc -l <"$S22/boot/$S22_NODE.log"; } 2>/dev/null || echo 0; }
+# the new slurmd (the last pid logged) is running
+reboot_done() {
+	local log=$1 n=$2 last
+	[[ -f $log && $(wc -l <"$log") -ge $n ]] || return 1
+	last=$(tail -1 "$log" | awk '{print $6}')
+	alive "$last"
+}
+wait_reboots_b() { wait_for "$1" "$2 rebooted $3 times" reboot_done "$BROOT$B_IN/boot/$2.log" "$3"; }
+wait_reboots22() { wait_for "$1" "$S22_NODE rebooted $2 times" reboot_done "$S22/boot/$S22_NODE.log" "$2"; }
 
 # e2e_asserts NAME: the PASS/FAIL counters and the helpers scenarios use.
 # expect DESCRIPTION CMD...: PASS if CMD succeeds; WHY, if set, says why not.
