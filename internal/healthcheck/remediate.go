@@ -12,8 +12,10 @@ import (
 	"github.com/gpuhc/gpuhc/internal/events"
 	"github.com/gpuhc/gpuhc/internal/policy"
 	"github.com/gpuhc/gpuhc/internal/remedy"
+	"github.com/gpuhc/gpuhc/internal/runenv"
 	"github.com/gpuhc/gpuhc/internal/slurm"
 	"github.com/gpuhc/gpuhc/internal/statefile"
+	"github.com/gpuhc/gpuhc/internal/xid"
 )
 
 // remedyEngine is the node's remediation engine (docs/remediation.md).
@@ -29,7 +31,7 @@ func (p Program) remedyEngine(node string, cfg config.Config, ctl remedy.Control
 // this run's checks judge the result. A healthy node returns at once,
 // having read only the policy state (no Slurm call). Its time comes out
 // of the checks' deadline, which counts from start.
-func (p Program) remediate(log *logrus.Entry, node string, cfg config.Config, start time.Time) {
+func (p Program) remediate(log *logrus.Entry, node string, cfg config.Config, simulated bool, start time.Time) {
 	if !cfg.Remediate.Enabled {
 		return
 	}
@@ -49,7 +51,9 @@ func (p Program) remediate(log *logrus.Entry, node string, cfg config.Config, st
 	ctx, cancel := context.WithDeadline(context.Background(), end)
 	defer cancel()
 	prev := st.Clone()
-	res, err := p.remedyEngine(node, cfg, ctl).Before(ctx, &st)
+	eng := p.remedyEngine(node, cfg, ctl)
+	eng.Sticky = stickyChecks(checksDir(cfg, simulated))
+	res, err := eng.Before(ctx, &st)
 	if res.Outcome.Kind != remedy.Nothing {
 		fmt.Fprintf(p.Stdout, "remediate: %s: %s (%s)\n", res.Outcome.Kind, res.Outcome.Detail, ctl.Backend())
 		log.WithField("remediation", res.Outcome.Kind).Info(res.Outcome.Detail)
@@ -68,6 +72,27 @@ func (p Program) remediate(log *logrus.Entry, node string, cfg config.Config, st
 			log.WithError(err).Error("remediation: policy state not saved; the next run adopts the reason it finds")
 		}
 	}
+}
+
+// stickyChecks are the checks whose FAIL outlives a GPU reset
+// (remedy.Engine.Sticky): the XID check's record of a reset GPU is
+// cleared, as its documentation tells an admin to; the host kernel and
+// SXid rules keep theirs for the boot, so a reset is never tried for them.
+func stickyChecks(dir statefile.Dir) map[string]remedy.Clearer {
+	return map[string]remedy.Clearer{
+		"gpu.xid":     func(pcis []string) error { return xid.ClearAfterReset(dir, pcis) },
+		"fabric.sxid": nil,
+		"host.kernel": nil,
+	}
+}
+
+// checksDir is where the checks keep their records: a simulated run's
+// apart from the real GPUs' (runenv.SimulatedStateDir).
+func checksDir(cfg config.Config, simulated bool) statefile.Dir {
+	if simulated {
+		return statefile.Dir{Path: runenv.SimulatedStateDir(cfg.StateDir)}
+	}
+	return statefile.Dir{Path: cfg.StateDir}
 }
 
 // judgeRemediation hands the run's results to remediation once the policy

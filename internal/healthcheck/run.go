@@ -68,7 +68,7 @@ func (p Program) run(node string, cfg config.Config, o options) int {
 	// Before the checks' world is built and NVML starts: a reset needs
 	// the GPUs free of us too, and what it changed is what they see.
 	if !o.deep {
-		p.remediate(entry, node, cfg, start)
+		p.remediate(entry, node, cfg, o.Simulate != "", start)
 	}
 	env, err := checkEnv(cfg, o, p.boot)
 	if err != nil {

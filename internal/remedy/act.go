@@ -42,7 +42,7 @@ func (e Engine) start(ctx context.Context, st *policy.State, rec *record, now ti
 func (e Engine) act(ctx context.Context, st *policy.State, rec *record, a *Attempt, now time.Time, warn error) (Result, error) {
 	ev := e.event(now, events.KindRemediationStarted, a)
 	if a.Action == string(check.ActionReboot) {
-		ev.Message = "scontrol reboot ASAP Reason=" + st.Drained.Reason + " " + e.Node
+		ev.Message = "scontrol reboot Reason=" + st.Drained.Reason + " " + e.Node
 		if err := e.Ctl.Reboot(ctx, e.Node, st.Drained.Reason); err != nil {
 			return e.failed(ctx, st, rec, []events.Event{ev}, "scontrol reboot refused: "+err.Error())
 		}
@@ -53,11 +53,31 @@ func (e Engine) act(ctx context.Context, st *policy.State, rec *record, a *Attem
 	if out, err := e.reset(ctx, argv); err != nil {
 		return e.failed(ctx, st, rec, []events.Event{ev}, fmt.Sprintf("%v%s", err, said(out)))
 	}
+	if err := e.clearSticky(a); err != nil {
+		return e.failed(ctx, st, rec, []events.Event{ev}, "reset done, but "+err.Error())
+	}
 	end := e.now()
 	a.Outcome, a.Ended = Finished, end
 	fin := e.event(end, events.KindRemediationFinished, a)
 	fin.Seconds, fin.Message = end.Sub(a.Started).Seconds(), ev.Message+": done"
 	return Result{Outcome: Outcome{Done, "GPU reset; this run's checks judge it"}, Events: []events.Event{ev, fin}}, warn
+}
+
+// clearSticky drops the reset GPUs from the record of a check whose FAIL
+// would outlive the reset, so that this run's checks judge them afresh.
+func (e Engine) clearSticky(a *Attempt) error {
+	clr := e.Sticky[a.Check]
+	if clr == nil {
+		return nil
+	}
+	var pcis []string
+	if !e.Cfg.ResetAll && a.PCI != "" {
+		pcis = []string{a.PCI}
+	}
+	if err := clr(pcis); err != nil {
+		return fmt.Errorf("%s's record not cleared: %w", a.Check, err)
+	}
+	return nil
 }
 
 // failed ends the current attempt as failed: the node stays drained with

@@ -44,7 +44,17 @@ type Engine struct {
 	Run Runner
 	// Sleep waits before the cluster recount; nil: a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Sticky lists the checks whose FAIL outlives a GPU reset (the
+	// kernel-log ones keep it for the boot), with what clears their
+	// record of the reset GPUs (nil pcis: every GPU) once the reset is
+	// done. A check listed with no clearer is never reset: its FAIL
+	// could not tell a cure from a failure, and two resets would end in a
+	// false rma.
+	Sticky map[string]Clearer
 }
+
+// Clearer drops a check's record of the GPUs at pcis (all when nil).
+type Clearer func(pcis []string) error
 
 // Outcome kinds.
 const (
@@ -192,6 +202,9 @@ func (e Engine) decide(ctx context.Context, st *policy.State, rec *record) (Resu
 	}
 	if !e.Cfg.Allows(d.Action) {
 		return Result{Outcome: Outcome{Nothing, d.Action + " is not in remediate.actions"}}, nil
+	}
+	if clr, sticky := e.Sticky[d.Check]; sticky && clr == nil && d.Action == string(check.ActionResetGPU) {
+		return Result{Outcome: Outcome{Nothing, d.Check + " stays FAIL for the boot whatever a reset does; not resetting (reboot, or reset and clear by hand)"}}, nil
 	}
 	node, err := e.Ctl.Node(ctx, e.Node)
 	if err != nil {

@@ -523,3 +523,28 @@ func TestClusterRecount(t *testing.T) {
 		})
 	}
 }
+
+// A reset of a GPU drained for a sticky kernel-log FAIL clears that GPU's
+// record, so the checks judge it afresh; a sticky check with nothing to
+// clear it is not reset at all.
+func TestStickyChecks(t *testing.T) {
+	b := newBed(t)
+	var cleared [][]string
+	e := b.engine()
+	e.Sticky = map[string]Clearer{
+		"gpu.xid":     func(p []string) error { cleared = append(cleared, p); return nil },
+		"fabric.sxid": nil,
+	}
+	st := drained("reset-gpu")
+	st.Drained.Check = "gpu.xid"
+	if res := before(t, e, st); res.Outcome.Kind != Done || fmt.Sprint(cleared) != "[[0000:4e:00.0]]" {
+		t.Errorf("xid: %+v, cleared %v", res.Outcome, cleared)
+	}
+	b = newBed(t)
+	e.Ctl, e.Run, e.Dir = b.ctl, b.run.run, b.dir
+	st = drained("reset-gpu")
+	st.Drained.Check = "fabric.sxid"
+	if res := before(t, e, st); res.Outcome.Kind != Nothing || len(b.run.argv) != 0 {
+		t.Errorf("sxid: %+v, ran %q", res.Outcome, b.run.argv)
+	}
+}

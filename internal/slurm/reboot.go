@@ -9,11 +9,14 @@ import (
 // (docs/remediation.md), so a reboot needs scontrol.
 var ErrNoRESTReboot = errors.New("slurmrestd cannot ask for a reboot; it needs scontrol (slurm.backend auto or scontrol)")
 
-// Reboot runs `scontrol reboot ASAP Reason=REASON NAME`: slurmctld drains
-// the node (it is drained already when gpuhc asks), and has slurmd run its
-// RebootProgram once the node is idle. No nextstate is given: the node
-// comes back still drained with our reason, and gpuhc's own post-boot
-// runs resume it (docs/remediation.md#reboot).
+// Reboot runs `scontrol reboot Reason=REASON NAME`: slurmctld has slurmd
+// run its RebootProgram once the node is idle (gpuhc asks only for a node
+// it drained that runs nothing). Neither ASAP nor a nextstate is given:
+// 22.05 gives an ASAP reboot NextState=RESUME by itself, and a resumed
+// node takes jobs before any check after the boot; without them the node
+// comes back drained with our reason on 22.05, 24.11 and 26.05
+// (measured), and gpuhc's post-boot runs resume it
+// (docs/remediation.md#reboot).
 func (s *Scontrol) Reboot(ctx context.Context, name, reason string) error {
 	if err := ValidateName(name); err != nil {
 		return err
@@ -21,7 +24,7 @@ func (s *Scontrol) Reboot(ctx context.Context, name, reason string) error {
 	if err := checkReason(reason); err != nil {
 		return err
 	}
-	_, err := s.run(ctx, "reboot", "ASAP", "Reason="+reason, name)
+	_, err := s.run(ctx, "reboot", "Reason="+reason, name)
 	return err
 }
 

@@ -9,8 +9,8 @@ import (
 	"github.com/gpuhc/gpuhc/internal/config"
 )
 
-// The reason is one argument however it is spelled, and ASAP comes first:
-// slurmctld then reboots the node only once it is idle.
+// The reason is one argument however it is spelled; no ASAP (22.05 would
+// resume the node after the boot) and no nextstate.
 func TestScontrolRebootArgv(t *testing.T) {
 	f := newFakeScontrol(t)
 	s := newTestScontrol(t, f)
@@ -18,7 +18,7 @@ func TestScontrolRebootArgv(t *testing.T) {
 	if err := s.Reboot(t.Context(), "gpu003", reason); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"reboot", "ASAP", "Reason=" + reason, "gpu003"}; !reflect.DeepEqual(f.argv(0), want) {
+	if want := []string{"reboot", "Reason=" + reason, "gpu003"}; !reflect.DeepEqual(f.argv(0), want) {
 		t.Errorf("argv %q, want %q", f.argv(0), want)
 	}
 	for _, bad := range []struct{ node, reason string }{{"gpu003 ALL", reason}, {"gpu003", ""}, {"-h", reason}} {
