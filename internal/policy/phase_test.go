@@ -101,3 +101,27 @@ func TestStickyDrainsAreNotResumed(t *testing.T) {
 		}
 	}
 }
+
+// slurmctld appends " : reboot issued" to the reason of a reboot gpuhc
+// asked for; the drain stays ours, in a run that still fails and in the
+// healthy runs after the boot, and is resumed.
+func TestRebootIssuedReasonStaysOurs(t *testing.T) {
+	ours := PhaseReason(PhaseReboot, xid79, xid79.Message)
+	issued := ours + RebootIssued
+	f := &fakeSlurm{node: slurm.Node{Name: "gpu001", State: []string{"DOWN", "DRAIN", "REBOOT_ISSUED"}, Reason: issued}}
+	run, err := engine(f).Apply(context.Background(), []check.Result{xid79}, State{Drained: &Drain{Reason: ours, At: t0, By: By}})
+	if err != nil || run.Outcome.Kind != AlreadyDrained || run.State.Drained == nil || run.State.Drained.Reason != issued {
+		t.Fatalf("failing run: %+v %v, state %+v", run.Outcome, err, run.State.Drained)
+	}
+	f.node.State = []string{"IDLE", "DRAIN"}
+	run, err = engine(f).Apply(context.Background(), healthy, State{Drained: &Drain{Reason: ours, At: t0, By: By}, HealthyRuns: 1})
+	if err != nil || run.Outcome.Kind != Resumed {
+		t.Fatalf("healthy run after the boot: %+v %v", run.Outcome, err)
+	}
+	// Only a reboot's reason: a check's reason with that suffix is
+	// someone's else.
+	plain := Reason([]check.Result{xid79})
+	if SameDrain(plain, plain+RebootIssued) {
+		t.Error("a plain drain's reason with the suffix taken as ours")
+	}
+}

@@ -229,7 +229,8 @@ func (e Engine) drain(ctx context.Context, named check.Result, reason string, st
 	case n.Drained() && Owned(n.Reason):
 		st.Foreign, st.Suppressed = "", ""
 		switch {
-		case st.Drained != nil && st.Drained.Reason == n.Reason:
+		case st.Drained != nil && SameDrain(st.Drained.Reason, n.Reason):
+			st.Drained.Reason = n.Reason
 		case st.Drained == nil && n.Reason == reason:
 			// The very drain this run would make, with no record of it: a
 			// lost state file, or a drain whose answer was lost. Adopt it
@@ -406,6 +407,9 @@ func (e Engine) healthy(ctx context.Context, st *State, run *Run, results []chec
 	n, err := e.Ctl.Node(ctx, e.Node)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("read node %s before resuming: %w", e.Node, err)
+	}
+	if SameDrain(st.Drained.Reason, n.Reason) {
+		st.Drained.Reason = n.Reason
 	}
 	if ok, why := resumable(n, st.Drained.Reason); !ok {
 		if !n.Drained() {

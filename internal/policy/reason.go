@@ -149,3 +149,15 @@ func Remediating(reason string) bool {
 	phase, _, _, ok := ParseReason(reason)
 	return ok && (phase == PhaseResetGPU || phase == PhaseReboot)
 }
+
+// RebootIssued is what slurmctld appends to a node's reason when it issues
+// the reboot gpuhc asked for, and keeps after the boot (measured on 22.05,
+// 24.11 and 26.05: "<reason> : reboot issued", set by user slurm).
+const RebootIssued = " : reboot issued"
+
+// SameDrain reports whether the reason on the node is still the drain
+// gpuhc recorded as ours: the same, or as slurmctld rewrote it for a
+// reboot gpuhc asked for.
+func SameDrain(ours, onNode string) bool {
+	return onNode == ours || (Remediating(ours) && onNode == ours+RebootIssued)
+}

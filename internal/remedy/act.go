@@ -121,21 +121,16 @@ func (e Engine) pendingReboot(ctx context.Context, st *policy.State, rec *record
 	return Result{Outcome: Outcome{Waiting, fmt.Sprintf("reboot asked for %s ago", now.Sub(a.Started).Round(time.Second))}}, nil
 }
 
-// issuedSuffix is what slurmctld appends to the reason of a node whose
-// reboot it issued (verified on 24.11.5: "<reason> : reboot issued", set
-// by user slurm), and keeps after the reboot.
-const issuedSuffix = " : reboot issued"
-
 // keepOwnership adopts the reason slurmctld made of ours when it issued
-// the reboot, so that the drain stays ours and the healthy runs after the
-// boot resume it. Any other reason is left for the policy to judge (an
-// admin's: not ours any more).
+// the reboot (policy.RebootIssued), so that the drain stays ours and the
+// healthy runs after the boot resume it. Any other reason is left for the
+// policy to judge (an admin's: not ours any more).
 func (e Engine) keepOwnership(ctx context.Context, st *policy.State) error {
 	n, err := e.Ctl.Node(ctx, e.Node)
 	if err != nil {
 		return fmt.Errorf("read node %s after its reboot: %w", e.Node, err)
 	}
-	if n.Drained() && n.Reason == st.Drained.Reason+issuedSuffix {
+	if n.Drained() && policy.SameDrain(st.Drained.Reason, n.Reason) {
 		st.Drained.Reason = n.Reason
 	}
 	return nil

@@ -69,17 +69,19 @@ EOF
 }
 
 # rem_events NODE [JQ-ARGS...] FILTER: FILTER (over the node's whole
-# event log, slurped) holds.
-rem_events() {
-	local node=$1; shift
-	WHY="$(tail -c 1500 "$REM/log/$node.events.jsonl" 2>&1)"
-	jq -e -s "$@" "$REM/log/$node.events.jsonl" >/dev/null 2>&1
+# event log, slurped) holds; rem_events_in DIR NODE ... the same in DIR.
+rem_events() { rem_events_in "$REM" "$@"; }
+rem_events_in() {
+	local dir=$1 node=$2; shift 2
+	WHY="$(tail -c 1500 "$dir/log/$node.events.jsonl" 2>&1)"
+	jq -e -s "$@" "$dir/log/$node.events.jsonl" >/dev/null 2>&1
 }
 
-# wait_rem_events TIMEOUT NODE [JQ-ARGS...] FILTER
+# wait_rem_events TIMEOUT NODE [JQ-ARGS...] FILTER (in REM, or RB while
+# the reboot loop runs)
 wait_rem_events() {
 	local end=$((SECONDS + $1)); shift
-	until rem_events "$@"; do
+	until rem_events_in "${REM_DIR:-$REM}" "$@"; do
 		((SECONDS < end)) || return 1
 		sleep 0.5
 	done
@@ -165,6 +167,96 @@ remediate_scenario24() {
 		eval 'node_is showb gpu001 clean && ! grep -q "^gpu001 " "$REM/nvidia-smi.log" && ! grep -q "remediat" "$REM/runs.gpu001.log"'
 
 	rm -f "$REM/armed"
+	for n in "${BNODES[@]}"; do
+		sb scontrol update NodeName="$n" State=RESUME >/dev/null 2>&1 || true
+	done
+	downb
+}
+
+# ------------------------------------------------------------ the reboot loop
+# The reboot loop on the 24.11 bed: RebootProgram is test/e2e/reboot.sh
+# (testbed.sh reboot_conf), which restarts the node's slurmd with -b under
+# a new boot id; every health check runs under `reboot.sh exec`, which
+# shows gpuhc that boot id at /proc/sys/kernel/random/boot_id. gpu003
+# simulates a DGX H100 with XID 79 on gpu3 (NVIDIA: GPU has fallen off the
+# bus, restart the machine) until its first reboot; gpu001 a healthy one.
+# A job submitted for gpu003 while it is drained must wait until gpuhc
+# resumes it after the boot.
+RB_IN=/srv/gpuhc-rb                 # scenario files (inside the chroot)
+RB_REASON="gpuhc: gpu.xid: gpu3 (SN 1654922000003, 0000:5d:00.0): XID 79 GPU has fallen off the bus [simulated]"
+RB_ASKED="gpuhc: reboot: gpu3 (SN 1654922000003, 0000:5d:00.0): gpu.xid: XID 79 GPU has fallen off the bus [simulated]"
+
+# Until a node's first simulated reboot it has no boot id file of its own.
+RB_SIM='if [ -s '"$S24_IN"'/boot/$SLURMD_NODENAME ] || [ "$SLURMD_NODENAME" != gpu003 ]; then SIM="--simulate dgxh100"; else SIM="--simulate dgxh100 --inject gpu3:xid=79"; fi'
+
+# rb_time NODE FILTER: the time (epoch seconds) of the first event FILTER
+# selects in NODE's event log.
+rb_time() {
+	jq -r -s "[.[] | select($2)][0].time // empty | sub(\"\\\\.[0-9]+Z$\"; \"Z\") | fromdate" "$RB/log/$1.events.jsonl" 2>/dev/null
+}
+
+# rb_in_order T...: every T is set and none is before the one before it.
+rb_in_order() {
+	local prev=0 t
+	for t in "$@"; do
+		[[ -n $t ]] && ((t >= prev)) || return 1
+		prev=$t
+	done
+}
+
+reboot_scenario24() {
+	use_bed_run 24
+	RB=$BROOT$RB_IN
+	local REM_DIR=$RB
+	say "remediation: the reboot loop on Slurm $BL (RebootProgram restarts slurmd -b with a new boot id)"
+	ran "$RB"
+	need_chroot "$BV"
+	downb
+	rm -rf --one-file-system "$RB"
+	mkdir -p "$RB"/{state,log}
+	install -m 0755 "$BIN" "$RB/gpuhc-healthcheck"
+	hc_wrapper "$RB/healthcheck.sh" "$(reboot_exec) $RB_IN/gpuhc-healthcheck" "$RB_IN/gpuhc.toml" "$RB_IN" "$RB_SIM" '$SIM'
+	{
+		conf_head "$RB_IN" "reboot loop (Slurm $BL chroot)" /usr/bin/scontrol
+		printf '\n[remediate]\nenabled = true\n'
+	} >"$RB/gpuhc.toml"
+	upb "$(hc_conf "$RB_IN/healthcheck.sh")"$'\n'"$(reboot_conf)"
+	expect "$BL (reboot): --check-config accepts the reboot-loop config" \
+		sb "$RB_IN/gpuhc-healthcheck" --check-config "$RB_IN/gpuhc.toml"
+	touch "$RB/armed"
+
+	expect "$BL (reboot): gpu003 drained for XID 79 (action reboot) within ${WAIT}s" \
+		wait_node "$WAIT" showb gpu003 drained "$RB_REASON"
+	local job start fin res boot
+	job=$(sb sbatch --parsable -w gpu003 -o /dev/null --wrap "date +%s.%N >$RB_IN/job.start" 2>&1) || true
+	WHY="sbatch: $job"
+	expect "$BL (reboot): a job for gpu003 is submitted while it is drained" grep -qE '^[0-9]+$' <<<"$job"
+	expect "$BL (reboot): gpuhc asked Slurm for the reboot: remediation-started, action reboot, 'scontrol reboot Reason=$RB_ASKED gpu003'" \
+		wait_rem_events "$WAIT" gpu003 --arg m "scontrol reboot Reason=$RB_ASKED gpu003" \
+		'[.[] | select(.kind == "remediation-started" and .action == "reboot" and .message == $m)] | length == 1'
+	expect "$BL (reboot): the RebootProgram rebooted gpu003 once (slurmd -b, a new boot id)" \
+		wait_reboots_b 60 gpu003 1
+	boot=$(boot_id_b gpu003)
+	expect "$BL (reboot): the first run in the new boot recorded the reboot finished (boot id $boot, seconds)" \
+		wait_rem_events "$WAIT" gpu003 --arg b "$boot" \
+		'[.[] | select(.kind == "remediation-finished" and .action == "reboot" and .boot_id == $b and (.seconds | type == "number"))] | length == 1'
+	expect "$BL (reboot): gpu003 back in service, idle, within $((WAIT * 2))s of the reboot: no person involved" \
+		wait_node $((WAIT * 2)) showb gpu003 clean
+	expect "$BL (reboot): gpu003's events in order: drain, remediation-started, remediation-finished, resume" \
+		rem_events_in "$RB" gpu003 '[.[] | select(.kind | test("^(drain|remediation-.*|resume)$")) | .kind] == ["drain", "remediation-started", "remediation-finished", "resume"]'
+	wait_for 30 "the job for gpu003 ran" test -s "$RB/job.start" || true
+	start=$(cut -d. -f1 "$RB/job.start" 2>/dev/null)
+	fin=$(rb_time gpu003 '.kind == "remediation-finished"')
+	res=$(rb_time gpu003 '.kind == "resume"')
+	WHY="job started at ${start:-never}, reboot recorded finished at ${fin:-?}, resumed at ${res:-?}"
+	expect "$BL (reboot): the job waiting for gpu003 started only after gpuhc resumed it (after the post-boot checks passed)" \
+		rb_in_order "$fin" "$res" "$start"
+	WHY="gpu001 reboots: $(reboots_b gpu001)"
+	expect "$BL (reboot): gpu001 (healthy) was never drained nor rebooted" \
+		eval 'node_is showb gpu001 clean && [ "$(reboots_b gpu001)" = 0 ]'
+
+	rm -f "$RB/armed"
+	sb scancel --quiet "$job" 2>/dev/null || true
 	for n in "${BNODES[@]}"; do
 		sb scontrol update NodeName="$n" State=RESUME >/dev/null 2>&1 || true
 	done

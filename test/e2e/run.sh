@@ -1051,7 +1051,7 @@ rest_scenarios() {
 }
 case $ONLY in '' | 24 | 3 | 4 | 5 | 6) rest_scenarios 24 ;; esac
 case $ONLY in '' | 26 | 3 | 4 | 5 | 6) rest_scenarios 26 ;; esac
-case $ONLY in '' | 24 | remediate) remediate_scenario24 ;; esac
+case $ONLY in '' | 24 | remediate) remediate_scenario24; reboot_scenario24 ;; esac
 case $ONLY in '' | spank) spank_scenarios ;; 26) spank_scenario26 ;; esac
 case $ONLY in '' | jobs) RAN_JOBS=1; jobs_scenarios ;; 26) RAN_JOBS=1; jobs_scenario26 ;; esac
 if declare -F hctimeout_scenario26 >/dev/null; then
