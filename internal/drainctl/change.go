@@ -147,11 +147,8 @@ func (p Program) change(o *changeOpts, pos []string, one func(context.Context, s
 			row, ev = one(ctx, ctl, n)
 			row.Node, row.Before = name, before(n)
 		}
-		if ev != nil && !o.dryRun {
-			if err := p.record(ctx, &o.common, name, *ev); err != nil {
-				row.Detail = strings.TrimPrefix(row.Detail+"; ", "; ") + "event not recorded: " + err.Error()
-				code = ExitRefused
-			}
+		if ev != nil && !o.dryRun && !p.recordRow(ctx, &o.common, name, *ev, &row.Detail) {
+			code = ExitRefused
 		}
 		if !row.ok() {
 			code = ExitRefused
@@ -249,6 +246,16 @@ func (p Program) event(kind, node, msg, backend string) events.Event {
 
 // record appends ev to the node's event log: events.file as the
 // configuration gives it for that node (%n and [[host]] sections apply).
+// recordRow records a row's event, and on failure says so in its detail
+// (false): the change was made, its record is what is missing.
+func (p Program) recordRow(ctx context.Context, o *common, node string, ev events.Event, detail *string) bool {
+	if err := p.record(ctx, o, node, ev); err != nil {
+		*detail = strings.TrimPrefix(*detail+"; ", "; ") + "event not recorded: " + err.Error()
+		return false
+	}
+	return true
+}
+
 func (p Program) record(ctx context.Context, o *common, node string, ev events.Event) error {
 	cfg, err := config.LoadOrDefault(o.configPath, node, o.explicit)
 	if err != nil {

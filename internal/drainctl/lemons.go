@@ -339,11 +339,8 @@ func (p Program) quarantineNodes(o *lemonsOpts, q quarantine, nodes []string, wh
 		} else {
 			ev = p.quarantineOne(ctx, o, q, ctl, tuner, &row, lastQuarantine(records, name))
 		}
-		if ev != nil {
-			if err := p.record(ctx, &o.common, name, *ev); err != nil {
-				row.Detail = strings.TrimPrefix(row.Detail+"; ", "; ") + "event not recorded: " + err.Error()
-				code = ExitRefused
-			}
+		if ev != nil && !p.recordRow(ctx, &o.common, name, *ev, &row.Detail) {
+			code = ExitRefused
 		}
 		if !row.ok() {
 			code = ExitRefused

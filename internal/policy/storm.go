@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuhc/gpuhc/internal/atomicfile"
 	"github.com/gpuhc/gpuhc/internal/check"
+	"github.com/gpuhc/gpuhc/internal/pause"
 	"github.com/gpuhc/gpuhc/internal/slurm"
 	"github.com/gpuhc/gpuhc/internal/sysread"
 )
@@ -211,14 +212,10 @@ func (e Engine) wait(ctx context.Context, d time.Duration) error {
 	if e.Sleep != nil {
 		return e.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("storm guard: %w", ctx.Err())
+	if err := pause.For(ctx, d); err != nil {
+		return fmt.Errorf("storm guard: %w", err)
 	}
+	return nil
 }
 
 // clockSkew is how far the controller's clock may be behind ours when the

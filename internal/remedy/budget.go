@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gpuhc/gpuhc/internal/pause"
 	"github.com/gpuhc/gpuhc/internal/policy"
 	"github.com/gpuhc/gpuhc/internal/slurm"
 )
@@ -99,7 +100,7 @@ func (e Engine) recount(ctx context.Context) string {
 	}
 	sleep := e.Sleep
 	if sleep == nil {
-		sleep = sleepCtx
+		sleep = pause.For
 	}
 	if err := sleep(ctx, settle); err != nil {
 		return ""
@@ -121,15 +122,4 @@ func (e Engine) recount(ctx context.Context) string {
 		return fmt.Sprintf("cluster budget spent (%d at once)", limit)
 	}
 	return ""
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"time"
+
+	"github.com/gpuhc/gpuhc/internal/pause"
 )
 
 // backoff spaces retries with exponential backoff and full jitter, so a
@@ -54,13 +56,4 @@ func uniformJitter(d time.Duration) time.Duration {
 	return time.Duration(rand.Int64N(int64(d)))
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func sleepCtx(ctx context.Context, d time.Duration) error { return pause.For(ctx, d) }
