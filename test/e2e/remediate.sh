@@ -218,7 +218,7 @@ reboot_scenario24() {
 	hc_wrapper "$RB/healthcheck.sh" "$(reboot_exec) $RB_IN/gpuhc-healthcheck" "$RB_IN/gpuhc.toml" "$RB_IN" "$RB_SIM" '$SIM'
 	{
 		conf_head "$RB_IN" "reboot loop (Slurm $BL chroot)" /usr/bin/scontrol
-		printf '\n[remediate]\nenabled = true\n'
+		printf '\n[remediate]\nenabled = true\nactions = ["reboot"]\n'
 	} >"$RB/gpuhc.toml"
 	upb "$(hc_conf "$RB_IN/healthcheck.sh")"$'\n'"$(reboot_conf)"
 	expect "$BL (reboot): --check-config accepts the reboot-loop config" \
