@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/gpuhc/gpuhc/internal/config"
@@ -121,13 +122,9 @@ func (p Program) change(o *changeOpts, pos []string, one func(context.Context, s
 	if len(nodes) == 0 {
 		return usagef("no node given")
 	}
-	cfg, err := p.loadConfig(&o.common, "")
+	ctl, logClose, err := p.nodeControl(&o.common)
 	if err != nil {
 		return err
-	}
-	ctl, logClose, err := p.controller(&o.common, cfg)
-	if err != nil {
-		return exitError{ExitUsage, fmt.Errorf("node control: %w", err)}
 	}
 	defer logClose.Close()
 	ctx, cancel := slurmContext()
@@ -246,6 +243,20 @@ func (p Program) event(kind, node, msg, backend string) events.Event {
 
 // record appends ev to the node's event log: events.file as the
 // configuration gives it for that node (%n and [[host]] sections apply).
+// nodeControl is the configured node control, for the commands that
+// change nodes.
+func (p Program) nodeControl(o *common) (slurm.Controller, io.Closer, error) {
+	cfg, err := p.loadConfig(o, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	ctl, closer, err := p.controller(o, cfg)
+	if err != nil {
+		return nil, nil, exitError{ExitUsage, fmt.Errorf("node control: %w", err)}
+	}
+	return ctl, closer, nil
+}
+
 // recordRow records a row's event, and on failure says so in its detail
 // (false): the change was made, its record is what is missing.
 func (p Program) recordRow(ctx context.Context, o *common, node string, ev events.Event, detail *string) bool {

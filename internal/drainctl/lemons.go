@@ -314,13 +314,9 @@ func (p Program) quarantineNodes(o *lemonsOpts, q quarantine, nodes []string, wh
 		}
 		return emit(p.Stdout, o.format(), table{empty: what}, []quarantineRow{})
 	}
-	cfg, err := p.loadConfig(&o.common, "")
+	ctl, logClose, err := p.nodeControl(&o.common)
 	if err != nil {
 		return err
-	}
-	ctl, logClose, err := p.controller(&o.common, cfg)
-	if err != nil {
-		return exitError{ExitUsage, fmt.Errorf("node control: %w", err)}
 	}
 	defer logClose.Close()
 	tuner, ok := ctl.(slurm.Tuner)
