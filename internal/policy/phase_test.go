@@ -125,3 +125,16 @@ func TestRebootIssuedReasonStaysOurs(t *testing.T) {
 		t.Error("a plain drain's reason with the suffix taken as ours")
 	}
 }
+
+// A job run's drain that remediation re-reasoned is still judged by its
+// check, not by the phase in the reason.
+func TestUnjudgedUsesTheRecordedCheck(t *testing.T) {
+	d := &Drain{Reason: "gpuhc: reset-gpu: gpu3: epilog.leftover: 2048 MiB in use", By: "epilog", Check: "epilog.leftover"}
+	if got := unjudged(d, healthy); !strings.Contains(got, "for epilog.leftover,") {
+		t.Errorf("unjudged = %q", got)
+	}
+	ran := []check.Result{{Check: "epilog.leftover", Component: "gpu3", Status: check.OK}}
+	if got := unjudged(d, ran); got != "" {
+		t.Errorf("judged by a run of its check, still %q", got)
+	}
+}

@@ -442,7 +442,12 @@ func unjudged(d *Drain, results []check.Result) string {
 	if d == nil || d.By == "" || d.By == By {
 		return ""
 	}
-	chk, _, _, ok := ParseReason(d.Reason)
+	// The record names the check; a reason in a remediation's phase
+	// names the phase where the check stands.
+	chk, ok := d.Check, d.Check != ""
+	if !ok {
+		chk, _, _, ok = ParseReason(d.Reason)
+	}
 	if !ok || slices.ContainsFunc(results, func(r check.Result) bool { return r.Check == chk }) {
 		return ""
 	}
