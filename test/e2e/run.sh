@@ -53,6 +53,12 @@
 #  quarantine. gpuhc-drain lemons --apply/--revert on 24.11 and 26.05
 #     (test/e2e/quarantine.sh): a lemon's Weight (and a feature) raised in
 #     slurmctld and brought back from the event log.
+#  remediate. Remediation on 24.11 (test/e2e/remediate.sh): reset-gpu with a
+#     stand-in nvidia-smi, two resets that do not cure escalating to rma
+#     (gpuhc-drain rma), the daily and cluster budgets; then the reboot
+#     loop: XID 79 drains, gpuhc asks scontrol reboot, the RebootProgram
+#     (test/e2e/reboot.sh) restarts slurmd -b under a new boot id, the
+#     post-boot runs resume the node, a waiting job starts only after.
 #  faults. Fault injection on 26.05 (test/e2e/faults.sh, where it exists):
 #     slurmrestd killed mid-drain, slurmctld stopped, the state directory
 #     full and read-only, the clock stepped back, the event log's disk full.
