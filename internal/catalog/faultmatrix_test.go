@@ -190,7 +190,8 @@ var faultMatrix = []matrixCase{
 		name: "a100 row remap failure", model: "dgxa100", inject: []string{"gpu7:remap-failure"},
 		check: "gpu.memory", status: check.Fail, action: check.ActionRMA, ids: gpuIDs(7),
 		message: "row remap failed",
-		reason:  "gpuhc: gpu.memory: gpu7 (SN 1564720004007, 0000:bd:00.0): row remap failed",
+		// An rma is drained as one: the reason says so first.
+		reason: "gpuhc: rma: gpu7 (SN 1564720004007, 0000:bd:00.0): gpu.memory: row remap failed",
 	},
 	{
 		// The A100 has no SRAM status call: the per-location counter.
@@ -359,7 +360,7 @@ var faultMatrix = []matrixCase{
 		name: "h200 row remap failed and pending", model: "dgxh200", inject: []string{"gpu5:remap-pending", "gpu5:remap-failure"},
 		check: "gpu.memory", status: check.Fail, action: check.ActionRMA, ids: gpuIDs(5),
 		message: "row remap failed",
-		reason:  "gpuhc: gpu.memory: gpu5 (SN 1655024000005, 0000:ab:00.0): row remap failed (+1 more)",
+		reason:  "gpuhc: rma: gpu5 (SN 1655024000005, 0000:ab:00.0): gpu.memory: row remap failed (+1 more)",
 	},
 	{
 		name: "h200 correctable ecc", model: "dgxh200", inject: []string{"gpu3:correctable=5000"},
