@@ -11,7 +11,7 @@
 #   - gpuhc-drain is built on the host, CGO_ENABLED=0 (the other three load
 #     NVML and libcuda through cgo and are built in the bullseye root);
 #   - fails if a binary requires a GLIBC_ version newer than 2.17
-#     (objdump -T), if a static one is not static, or if one exceeds 12 MB;
+#     (objdump -T), if a static one is not static, or if one exceeds 16 MB;
 #   - man pages come from the programs' --help (packaging/manpage.sh);
 #   - nfpm runs as `go run github.com/goreleaser/nfpm/v2/cmd/nfpm@$NFPM_VERSION`
 #     so go.mod does not change.
@@ -30,7 +30,9 @@ REPO=$PWD
 
 NFPM_VERSION=v2.45.2
 MAX_GLIBC=2.17
-MAX_BYTES=$((12 * 1024 * 1024))
+# A guard against a debug or unstripped build (twice the size or more),
+# not a budget: the cgo programs were 11.8–12.0 MiB on 2026-12-06.
+MAX_BYTES=$((16 * 1024 * 1024))
 ROOT=${GPUHC_BULLSEYE:-/var/cache/gpuhc-testbed/bullseye}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 GO=${GO:-go}
@@ -109,12 +111,12 @@ for p in drain; do
 done
 
 # ------------------------------------------------------------ checks
-step "checks: GLIBC_ <= $MAX_GLIBC, static where CGO_ENABLED=0, size <= 12 MB, --version"
+step "checks: GLIBC_ <= $MAX_GLIBC, static where CGO_ENABLED=0, size <= 16 MB, --version"
 for f in "$STAGE"/usr/sbin/gpuhc-*; do
 	b=$(basename "$f")
 	size=$(stat -c %s "$f")
 	objdump -h "$f" | grep -q '\.debug_' && die "$b: not stripped"
-	((size <= MAX_BYTES)) || die "$b: $size bytes, over 12 MB"
+	((size <= MAX_BYTES)) || die "$b: $size bytes, over 16 MB"
 	if [[ $b != gpuhc-drain ]]; then
 		need=$(objdump -T "$f" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)
 		[[ -n $need ]] || die "$b: no GLIBC_ symbol versions (not dynamic?)"

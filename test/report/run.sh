@@ -14,7 +14,8 @@
 #     check, reason), lemons, per-check episodes, per node/type/serial; a
 #     copy whose script changes one figure must be caught.
 # The logs are test/fleetgen's: 40 nodes over 30 days ending now, seed 1,
-# 20 incidents per node-year: 84 episodes, 69 drains, 2 still open,
+# 20 incidents per node-year (83 episodes, 67 drains, 1 still open on
+# 2026-12-06; the checks take the open count from the generator's truth),
 # lemons, rotated and gzipped logs, torn lines.
 # Needs: bin/gpuhc-drain (make build), go, chromium, jq; fonts-dejavu-core
 # for readable text. About 10 seconds.
@@ -85,14 +86,16 @@ CHECKER=$T/report
 
 start=$(date -u -d '-30 days' +%Y-%m-%dT%H:%M:%SZ)
 check "fleetgen writes 40 nodes x 30 days with open drains" \
-	bash -c '"$1" -nodes 40 -days 30 -seed 1 -rate 20 -start "$2" -out "$3/logs" -truth "$3/truth.json" | grep -q " (2 open)"' \
+	bash -c '"$1" -nodes 40 -days 30 -seed 1 -rate 20 -start "$2" -out "$3/logs" -truth "$3/truth.json" | tee "$3/fleetgen.out" | grep -qE " \([1-9][0-9]* open\)"' \
 	_ "$T/fleetgen" "$start" "$T"
+# How many drains the generator left open, from its own ground truth.
+OPEN=$(sed -n 's/.* (\([0-9]*\) open).*/\1/p' "$T/fleetgen.out")
 check "gpuhc-drain stats --json ${FLAGS[*]}" \
 	bash -c '"$1" stats --json --events "$2/logs" "${@:3}" >"$2/stats.json" 2>"$2/stats.err"' _ "$DRAIN" "$T" "${FLAGS[@]}"
 check "gpuhc-drain report --html ${FLAGS[*]}" \
 	bash -c '"$1" report --html "$2/page.html" --events "$2/logs" "${@:3}" >/dev/null 2>"$2/report.err"' _ "$DRAIN" "$T" "${FLAGS[@]}"
 check "the logs have episodes, drains, open drains and lemons" \
-	quiet jq -e '.fleet.episodes > 50 and .fleet.drains > 50 and .fleet.open == 2 and (.lemons | length) >= 3' "$T/stats.json"
+	quiet jq -e --argjson open "${OPEN:-0}" '.fleet.episodes > 50 and .fleet.drains > 50 and $open > 0 and .fleet.open == $open and (.lemons | length) >= 3' "$T/stats.json"
 
 # ----------------------------------------------------------- the page
 check "chromium --dump-dom loads the page" browse page --dump-dom "$T/page.html"
