@@ -133,7 +133,7 @@ func message(d *policy.Drain) string {
 		return msg
 	}
 	// "<phase>: <part>: <check>: <message>": the part was cut already.
-	if rest, found := cutPrefix(msg, d.Check+": "); found {
+	if rest, found := strings.CutPrefix(msg, d.Check+": "); found {
 		return rest
 	}
 	return msg
@@ -142,12 +142,6 @@ func message(d *policy.Drain) string {
 // heldMark starts what hold appends to a reason.
 const heldMark = " [not remediated: "
 
-func cutPrefix(s, p string) (string, bool) {
-	if len(s) >= len(p) && s[:len(p)] == p {
-		return s[len(p):], true
-	}
-	return s, false
-}
 
 // Before remediates st's drain when everything allows it, and otherwise
 // says why not. It is called before the run's checks; their results then
