@@ -142,7 +142,6 @@ func message(d *policy.Drain) string {
 // heldMark starts what hold appends to a reason.
 const heldMark = " [not remediated: "
 
-
 // Before remediates st's drain when everything allows it, and otherwise
 // says why not. It is called before the run's checks; their results then
 // go to After.
